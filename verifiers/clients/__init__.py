@@ -1,0 +1,1 @@
+"""Model clients: the Client interface and its implementations."""
