@@ -1,0 +1,1 @@
+"""The ``vf`` and ``vf-eval`` command-line interface."""

@@ -1,0 +1,82 @@
+"""What every command shares: one error handler, config location, console helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, NoReturn, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CLIError(Exception):
+    """An error whose message is complete for the user: printed as one line, exit code 1
+    (or ``exit_code``). ``hint`` is the next step, printed after the message."""
+
+    def __init__(self, message: str, hint: str | None = None, exit_code: int = 1) -> None:
+        self.hint = hint
+        self.exit_code = exit_code
+        super().__init__(message)
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("VF_DEBUG", "") not in ("", "0") or "--debug" in sys.argv
+
+
+def fail(message: str, hint: str | None = None, exit_code: int = 1) -> NoReturn:
+    raise CLIError(message, hint, exit_code)
+
+
+def handle_errors(func: F) -> F:
+    """Turn known exceptions into one clear line on stderr and a non-zero exit.
+
+    With ``--debug`` (or ``VF_DEBUG=1``) the traceback is printed as well.
+    """
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import click
+
+        try:
+            return func(*args, **kwargs)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130) from None
+        except CLIError as e:
+            _report(e, str(e), e.hint)
+            raise SystemExit(e.exit_code) from None
+        except Exception as e:  # the one place that maps errors to exit codes
+            from verifiers.errors import VerifiersError
+
+            if debug_enabled():
+                import traceback
+
+                traceback.print_exc()
+            if isinstance(e, VerifiersError):
+                print(f"error: {e}", file=sys.stderr)
+                raise SystemExit(2 if _is_config(e) else 1) from None
+            print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+            print("  (run again with --debug for the traceback)", file=sys.stderr)
+            raise SystemExit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _is_config(e: Exception) -> bool:
+    from verifiers.errors import ConfigError, EnvironmentNotFoundError
+
+    return isinstance(e, ConfigError | EnvironmentNotFoundError)
+
+
+def _report(e: Exception, message: str, hint: str | None) -> None:
+    if debug_enabled():
+        import traceback
+
+        traceback.print_exception(e)
+    print(f"error: {message}", file=sys.stderr)
+    if hint:
+        print(f"  {hint}", file=sys.stderr)

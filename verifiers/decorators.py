@@ -1,0 +1,81 @@
+"""Decorators that mark environment hooks and group reward functions.
+
+``@vf.stop`` marks an async (or sync) method ``(self, state) -> bool`` checked after every turn;
+higher ``priority`` runs first. ``@vf.cleanup`` marks a per-rollout handler ``(self, state)``
+that always runs, also on error and cancellation. ``@vf.teardown`` marks a handler run once when
+the environment is closed. ``@vf.group_reward`` marks a reward function that scores all rollouts
+of one example together and returns one value per rollout.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+__all__ = ["cleanup", "discover", "group_reward", "is_group_reward", "stop", "teardown"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _marker(kind: str) -> Any:
+    @overload
+    def deco(func: F, *, priority: int = 0) -> F: ...
+    @overload
+    def deco(func: None = None, *, priority: int = 0) -> Callable[[F], F]: ...
+    def deco(func: F | None = None, *, priority: int = 0) -> F | Callable[[F], F]:
+        def mark(f: F) -> F:
+            setattr(f, kind, True)
+            setattr(f, f"{kind}_priority", priority)
+            return f
+
+        return mark(func) if func is not None else mark
+
+    deco.__name__ = kind
+    deco.__doc__ = f"Mark a method as a ``{kind}`` hook (optionally ``priority=N``; higher first)."
+    return deco
+
+
+stop = _marker("stop")
+cleanup = _marker("cleanup")
+teardown = _marker("teardown")
+
+
+def discover(obj: object, kind: str) -> list[Callable[..., Any]]:
+    """Bound methods of ``obj`` marked with ``kind``, highest priority first, then by name."""
+    found: dict[str, Callable[..., Any]] = {}
+    for klass in reversed(type(obj).__mro__):
+        for name, attr in vars(klass).items():
+            if getattr(attr, kind, False) is True and callable(attr):
+                found[name] = getattr(obj, name)
+            elif name in found and not getattr(attr, kind, False):
+                # overridden without the marker: the override wins and is not a hook
+                del found[name]
+    methods = list(found.values())
+    methods.sort(key=lambda m: (-getattr(m, f"{kind}_priority", 0), m.__name__))
+    return methods
+
+
+def group_reward(func: F) -> F:
+    """Mark a reward function as a group function.
+
+    It receives the plural arguments it names (``prompts``, ``completions``, ``answers``,
+    ``states``, ``infos``, ``tasks``) for all rollouts of one example and returns a list with
+    one float per rollout.
+    """
+    func.group_reward = True  # type: ignore[attr-defined]
+    return func
+
+
+_PLURAL = frozenset({"prompts", "completions", "answers", "states", "infos", "tasks"})
+
+
+def is_group_reward(func: Callable[..., Any]) -> bool:
+    """True for ``@group_reward`` functions and for the classic plural-argument form."""
+    if getattr(func, "group_reward", False):
+        return True
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return any(p in _PLURAL for p in params)
