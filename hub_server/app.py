@@ -1,0 +1,437 @@
+"""``create_app(settings)``: the hub's HTTP surface. Thin handlers over :class:`HubService`."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Annotated, Any, BinaryIO
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from packaging.utils import canonicalize_name
+from sqlalchemy import text
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hub_server.auth import Principal, require_principal, token_from_headers
+from hub_server.db import make_engine, make_sessionmaker
+from hub_server.errors import BadRequest, HubError, NotFound, TooLarge, Unauthorized
+from hub_server.index import JSON_V1, NotAcceptable, negotiate, render_project, render_root
+from hub_server.metrics import Metrics, MetricsMiddleware
+from hub_server.service import HubService, IndexProject
+from hub_server.settings import Settings
+from hub_server.storage import BlobNotFound, make_storage
+from verifiers.hub import schemas as s
+
+log = logging.getLogger("hub_server")
+REALM = 'Basic realm="verifiers hub", charset="UTF-8"'
+_CHUNK = 1024 * 1024
+
+
+def _principal(request: Request) -> Principal | None:
+    secret = token_from_headers(request.headers.get("authorization"))
+    service: HubService = request.app.state.service
+    return service.authenticate(secret) if secret else None
+
+
+Auth = Annotated[Principal | None, Depends(_principal)]
+Fmt = Annotated[str | None, Query(alias="format")]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    settings.validate()
+    if settings.database_url is None or settings.storage == "local":
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.resolved_database_url)
+    if settings.auto_migrate:
+        from hub_server.migrate import upgrade
+
+        upgrade(engine)
+    service = HubService(make_sessionmaker(engine), make_storage(settings), settings)
+    metrics = Metrics()
+
+    app = FastAPI(
+        title="verifiers hub",
+        version="1",
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    app.state.service = service
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.metrics = metrics
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    _install_error_handlers(app)
+
+    # ------------------------------------------------------------------ health and metrics
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return {"status": "ok"}
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics_view() -> PlainTextResponse:
+        return PlainTextResponse(
+            metrics.render(service.counts()), media_type="text/plain; version=0.0.4"
+        )
+
+    # ------------------------------------------------------------------ simple index
+
+    def index_response(request: Request, body_fn: Any, etag_seed: str, fmt: str | None) -> Response:
+        try:
+            ctype = negotiate(request.headers.get("accept"), fmt)
+        except NotAcceptable:
+            return JSONResponse(
+                {"error": "not_acceptable", "message": f"offered: {JSON_V1}, text/html"},
+                status_code=406,
+                headers={"Vary": "Accept"},
+            )
+        etag = f'"{hashlib.sha256(f"{etag_seed}|{ctype}".encode()).hexdigest()[:32]}"'
+        headers = {"Vary": "Accept", "ETag": etag, "Cache-Control": "max-age=0, must-revalidate"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        media = ctype if ctype == JSON_V1 else f"{ctype}; charset=utf-8"
+        return Response(body_fn(ctype), media_type=media, headers=headers)
+
+    def project_page(
+        request: Request,
+        project: IndexProject | None,
+        who: Principal | None,
+        scoped: bool,
+        fmt: str | None,
+    ) -> Response:
+        if project is None:
+            raise NotFound("no such project on this index")
+        if project.private and not (who and who.can_read(project.owner, project.name)):
+            if not scoped:
+                raise NotFound("no such project on this index")
+            if who is None:
+                raise Unauthorized(
+                    f"{project.owner}/{project.name} is private: authenticate with a read token"
+                )
+            raise NotFound("no such project on this index")
+        serial = service.project_serial(project.name)
+        resp = index_response(
+            request, lambda ct: render_project(project, ct), f"p{serial}|{project.name}", fmt
+        )
+        resp.headers["X-PyPI-Last-Serial"] = str(serial)
+        return resp
+
+    def normalised_redirect(request: Request, **parts: str) -> Response | None:
+        path = request.url.path
+        for raw, norm in parts.items():
+            if raw != norm:
+                path = path.replace(f"/{raw}/", f"/{norm}/", 1)
+        if path != request.url.path:
+            url = path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(url, status_code=301)
+        return None
+
+    @app.get("/simple/")
+    def simple_root(request: Request, who: Auth, fmt: Fmt = None) -> Response:
+        names = service.index_names(who, None, include_private=False)
+        return index_response(
+            request, lambda ct: render_root(names, ct), f"r{service.last_serial()}", fmt
+        )
+
+    @app.get("/simple/{name}/")
+    def simple_project(request: Request, name: str, who: Auth, fmt: Fmt = None) -> Response:
+        norm = canonicalize_name(name)
+        if redirect := normalised_redirect(request, **{name: norm}):
+            return redirect
+        project = service.index_project(norm)
+        if project is None or project.private:
+            upstream = settings.upstream_index_url
+            if upstream and project is None:
+                return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
+        return project_page(request, project, who, scoped=False, fmt=fmt)
+
+    @app.get("/files/{prefix}/{sha256}/{filename}")
+    def download(prefix: str, sha256: str, filename: str, request: Request, who: Auth) -> Response:
+        is_meta = filename.endswith(".metadata")
+        wheel_name = filename[: -len(".metadata")] if is_meta else filename
+        found = service.find_file(sha256, wheel_name) if prefix == sha256[:2] else None
+        if found is None:
+            raise NotFound(f"no file {filename}")
+        f, owner, project, private = found
+        if private and not (who and who.can_read(owner, project)):
+            if who is None:
+                raise Unauthorized(f"{owner}/{project} is private: authenticate with a read token")
+            raise NotFound(f"no file {filename}")
+        digest = f.metadata_sha256 if is_meta else f.sha256
+        etag = f'"{digest}"'
+        headers = {
+            "ETag": etag,
+            "Cache-Control": ("private" if private else "public") + ", max-age=31536000, immutable",
+        }
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        try:
+            chunks = service.storage.open(f.metadata_key if is_meta else f.blob_key)
+        except BlobNotFound:
+            log.error("blob %s of %s is missing from storage", f.blob_key, f.filename)
+            return JSONResponse(
+                {"error": "storage", "message": f"{filename} is missing from blob storage"},
+                status_code=503,
+            )
+        if not is_meta:
+            metrics.inc("downloads")
+            headers["Content-Length"] = str(f.size)
+            media = "application/octet-stream"
+        else:
+            media = "text/plain; charset=utf-8"
+        return StreamingResponse(chunks, media_type=media, headers=headers)
+
+    # ------------------------------------------------------------------ uploads
+
+    async def receive_upload(request: Request, who: Principal | None) -> s.UploadResult:
+        who = require_principal(who)
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > settings.max_upload_bytes + _CHUNK:
+            raise TooLarge(
+                f"upload is {length} bytes, over the limit of {settings.max_upload_bytes}"
+            )
+        form = await request.form(max_part_size=_CHUNK)
+        try:
+            content = form.get("content") or form.get("file")
+            if not isinstance(content, UploadFile) or not content.filename:
+                raise BadRequest("the upload has no file: send it in the 'content' form field")
+            action = form.get(":action")
+            if action not in (None, "file_upload"):
+                raise BadRequest(f"unsupported :action {action!r}; only file_upload is supported")
+            sha, size = await run_in_threadpool(_hash_file, content.file, settings.max_upload_bytes)
+            owner = form.get("owner")
+            private = str(form.get("private") or "").lower() in ("1", "true", "yes", "on")
+            claimed = form.get("sha256_digest")
+            result = await run_in_threadpool(
+                lambda: service.upload(
+                    who,
+                    content.file,
+                    content.filename or "",
+                    sha256=sha,
+                    size=size,
+                    owner=str(owner) if owner else None,
+                    private=private,
+                    claimed_sha256=str(claimed) if claimed else None,
+                )
+            )
+        finally:
+            await form.close()
+        metrics.inc("uploads" if result.created else "uploads_noop")
+        return result
+
+    @app.post("/legacy/", response_model=s.UploadResult)
+    async def legacy_upload(request: Request, who: Auth) -> s.UploadResult:
+        return await receive_upload(request, who)
+
+    # ------------------------------------------------------------------ JSON API
+
+    api = "/api/v1"
+
+    @app.post(f"{api}/upload", response_model=s.UploadResult)
+    async def api_upload(request: Request, who: Auth) -> s.UploadResult:
+        return await receive_upload(request, who)
+
+    @app.get(f"{api}/whoami", response_model=s.WhoAmI)
+    def whoami(who: Auth) -> s.WhoAmI:
+        return service.whoami(require_principal(who))
+
+    @app.post(f"{api}/users", response_model=s.UserCreated, status_code=201)
+    def create_user(body: s.UserCreate, who: Auth) -> s.UserCreated:
+        p = require_principal(who)
+        p.require_scope("admin")
+        name, token = service.create_user(body.name, admin=body.admin)
+        return s.UserCreated(name=name, admin=body.admin, token=token)
+
+    @app.post(f"{api}/orgs", status_code=201)
+    def create_org(body: s.UserCreate, who: Auth) -> dict[str, str]:
+        return {"name": service.create_org(require_principal(who), body.name)}
+
+    @app.post(f"{api}/tokens", response_model=s.TokenCreated, status_code=201)
+    def create_token(body: s.TokenCreate, who: Auth) -> s.TokenCreated:
+        return service.create_token(require_principal(who), body)
+
+    @app.get(f"{api}/tokens", response_model=list[s.TokenOut])
+    def list_tokens(who: Auth) -> list[s.TokenOut]:
+        return service.list_tokens(require_principal(who))
+
+    @app.delete(f"{api}/tokens/{{token_id}}", response_model=s.TokenOut)
+    def revoke_token(token_id: int, who: Auth) -> s.TokenOut:
+        return service.revoke_token(require_principal(who), token_id)
+
+    @app.get(f"{api}/projects", response_model=s.ProjectList)
+    def list_projects(
+        who: Auth,
+        q: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> s.ProjectList:
+        return service.list_projects(
+            who, query=q, owner=owner, tag=tag, page=page, per_page=per_page
+        )
+
+    @app.get(f"{api}/projects/{{owner}}/{{name}}", response_model=s.ProjectOut)
+    def get_project(owner: str, name: str, who: Auth) -> s.ProjectOut:
+        return service.get_project(who, owner, name)
+
+    @app.get(f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}", response_model=s.ReleaseOut)
+    def get_release(owner: str, name: str, version: str, who: Auth) -> s.ReleaseOut:
+        return service.get_release(who, owner, name, version)
+
+    @app.post(
+        f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}/yank", response_model=s.ReleaseOut
+    )
+    def yank(
+        owner: str, name: str, version: str, who: Auth, body: s.YankRequest | None = None
+    ) -> s.ReleaseOut:
+        return service.set_yanked(
+            require_principal(who), owner, name, version, True, body.reason if body else None
+        )
+
+    @app.post(
+        f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}/unyank",
+        response_model=s.ReleaseOut,
+    )
+    def unyank(owner: str, name: str, version: str, who: Auth) -> s.ReleaseOut:
+        return service.set_yanked(require_principal(who), owner, name, version, False, None)
+
+    @app.post(
+        f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}/evals",
+        response_model=s.EvalResultOut,
+        status_code=201,
+    )
+    def add_eval(
+        owner: str, name: str, version: str, body: s.EvalResultIn, who: Auth
+    ) -> s.EvalResultOut:
+        return service.add_eval_result(require_principal(who), owner, name, version, body)
+
+    @app.get(
+        f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}/evals",
+        response_model=list[s.EvalResultOut],
+    )
+    def list_evals(owner: str, name: str, version: str, who: Auth) -> list[s.EvalResultOut]:
+        return service.list_eval_results(who, owner, name, version)
+
+    # ------------------------------------------------------------------ scoped indexes
+    # Registered last: their leading path parameter would otherwise capture /simple/ etc.
+
+    def owner_or_404(owner: str) -> None:
+        if not service.namespace_exists(owner):
+            raise NotFound(f"no namespace {owner!r} on this hub")
+
+    @app.get("/{owner}/simple/")
+    def owner_root(request: Request, owner: str, who: Auth, fmt: Fmt = None) -> Response:
+        if redirect := normalised_redirect(request, **{owner: owner.lower()}):
+            return redirect
+        owner_or_404(owner)
+        names = service.index_names(who, owner, include_private=True)
+        seed = f"o{service.last_serial()}|{owner}|{who.token_id if who else 0}"
+        return index_response(request, lambda ct: render_root(names, ct), seed, fmt)
+
+    @app.get("/{owner}/simple/{name}/")
+    def owner_project(
+        request: Request, owner: str, name: str, who: Auth, fmt: Fmt = None
+    ) -> Response:
+        norm = canonicalize_name(name)
+        if redirect := normalised_redirect(request, **{owner: owner.lower(), name: norm}):
+            return redirect
+        owner_or_404(owner)
+        return project_page(request, service.index_project(norm, owner), who, scoped=True, fmt=fmt)
+
+    @app.get("/{owner}/{project}/simple/")
+    def project_root(
+        request: Request, owner: str, project: str, who: Auth, fmt: Fmt = None
+    ) -> Response:
+        norm = canonicalize_name(project)
+        if redirect := normalised_redirect(request, **{owner: owner.lower(), project: norm}):
+            return redirect
+        found = service.index_project(norm, owner)
+        if found is None:
+            raise NotFound(f"no environment {owner}/{norm} on this hub")
+        if found.private and not (who and who.can_read(found.owner, found.name)):
+            if who is None:
+                raise Unauthorized(f"{owner}/{norm} is private: authenticate with a read token")
+            raise NotFound(f"no environment {owner}/{norm} on this hub")
+        seed = f"x{service.project_serial(norm)}|{norm}"
+        return index_response(request, lambda ct: render_root([found.name], ct), seed, fmt)
+
+    @app.get("/{owner}/{project}/simple/{name}/")
+    def project_page_scoped(
+        request: Request, owner: str, project: str, name: str, who: Auth, fmt: Fmt = None
+    ) -> Response:
+        norm, pnorm = canonicalize_name(name), canonicalize_name(project)
+        if redirect := normalised_redirect(
+            request, **{owner: owner.lower(), project: pnorm, name: norm}
+        ):
+            return redirect
+        if norm != pnorm:
+            raise NotFound(
+                f"this index serves only {owner}/{pnorm}; {norm} must come from another index"
+            )
+        return project_page(request, service.index_project(norm, owner), who, scoped=True, fmt=fmt)
+
+    return app
+
+
+def _hash_file(f: BinaryIO, limit: int) -> tuple[str, int]:
+    f.seek(0)
+    h = hashlib.sha256()
+    size = 0
+    while chunk := f.read(_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"upload is over the limit of {limit} bytes")
+        h.update(chunk)
+    f.seek(0)
+    return h.hexdigest(), size
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    def body(code: str, message: str) -> dict[str, str]:
+        return s.ErrorBody(error=code, message=message).model_dump()
+
+    @app.exception_handler(HubError)
+    async def hub_error(_request: Request, exc: HubError) -> JSONResponse:
+        headers = {"WWW-Authenticate": REALM} if isinstance(exc, Unauthorized) else None
+        return JSONResponse(body(exc.code, exc.message), status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for err in exc.errors():
+            loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+            parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+        return JSONResponse(
+            body("bad_request", "; ".join(parts) or "invalid request"), status_code=400
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(
+            body(code, str(exc.detail)),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return JSONResponse(
+            body("internal", f"internal error ({type(exc).__name__}); see the server log"),
+            status_code=500,
+        )

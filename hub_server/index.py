@@ -1,0 +1,126 @@
+"""PEP 503 HTML and PEP 691 JSON renderings of the simple index (with PEP 592/658/700/714)."""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import UTC, datetime
+
+from hub_server.service import IndexProject
+
+JSON_V1 = "application/vnd.pypi.simple.v1+json"
+HTML_V1 = "application/vnd.pypi.simple.v1+html"
+API_VERSION = "1.1"
+_OFFERS = (JSON_V1, HTML_V1, "text/html")
+
+
+class NotAcceptable(Exception):
+    pass
+
+
+def negotiate(accept: str | None, fmt: str | None = None) -> str:
+    """Pick the response type by ``Accept`` (q-values and specificity honoured; ties go to
+    JSON); a ``?format=`` query parameter wins."""
+    if fmt:
+        if fmt in _OFFERS:
+            return fmt
+        raise NotAcceptable(fmt)
+    if not accept:
+        return "text/html"
+    entries: list[tuple[str, float]] = []
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for p in params:
+            k, _, v = p.partition("=")
+            if k.strip() == "q":
+                try:
+                    q = float(v)
+                except ValueError:
+                    q = 0.0
+        entries.append((media.lower(), q))
+    best: tuple[float, int, str] | None = None
+    for rank, offer in enumerate(_OFFERS):
+        match: tuple[int, float] | None = None  # (specificity, q)
+        for media, q in entries:
+            spec = _specificity(media, offer)
+            if spec is not None and (match is None or spec > match[0]):
+                match = (spec, q)
+        if match is not None and match[1] > 0:
+            cand = (match[1], -rank, offer)
+            if best is None or cand > best:
+                best = cand
+    if best is None:
+        raise NotAcceptable(accept)
+    return best[2]
+
+
+def _specificity(media: str, offer: str) -> int | None:
+    if media == offer:
+        return 2
+    if media.endswith("/*") and offer.startswith(media[:-1]):
+        return 1
+    if media == "*/*":
+        return 0
+    return None
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def render_root(names: list[str], content_type: str) -> str:
+    if content_type == JSON_V1:
+        return json.dumps(
+            {"meta": {"api-version": API_VERSION}, "projects": [{"name": n} for n in names]}
+        )
+    links = "\n".join(f'    <a href="{html.escape(n)}/">{html.escape(n)}</a><br/>' for n in names)
+    return (
+        "<!DOCTYPE html>\n<html>\n  <head>\n"
+        f'    <meta name="pypi:repository-version" content="{API_VERSION}">\n'
+        "    <title>Simple index</title>\n  </head>\n  <body>\n"
+        f"{links}\n  </body>\n</html>\n"
+    )
+
+
+def render_project(project: IndexProject, content_type: str) -> str:
+    if content_type == JSON_V1:
+        files = []
+        for f in project.files:
+            entry: dict[str, object] = {
+                "filename": f.filename,
+                "url": f.url,
+                "hashes": {"sha256": f.sha256},
+                "requires-python": f.requires_python,
+                "size": f.size,
+                "upload-time": _iso(f.upload_time),
+                "yanked": (f.yanked_reason or True) if f.yanked else False,
+                "core-metadata": {"sha256": f.metadata_sha256},
+                "dist-info-metadata": {"sha256": f.metadata_sha256},
+            }
+            files.append(entry)
+        return json.dumps(
+            {
+                "meta": {"api-version": API_VERSION},
+                "name": project.name,
+                "versions": project.versions,
+                "files": files,
+            }
+        )
+    lines = []
+    for f in project.files:
+        attrs = [f'href="{html.escape(f.url)}#sha256={f.sha256}"']
+        if f.requires_python:
+            attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
+        if f.yanked:
+            attrs.append(f'data-yanked="{html.escape(f.yanked_reason or "")}"')
+        attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+        attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
+        lines.append(f"    <a {' '.join(attrs)}>{html.escape(f.filename)}</a><br/>")
+    body = "\n".join(lines)
+    return (
+        "<!DOCTYPE html>\n<html>\n  <head>\n"
+        f'    <meta name="pypi:repository-version" content="{API_VERSION}">\n'
+        f"    <title>Links for {html.escape(project.name)}</title>\n  </head>\n  <body>\n"
+        f"    <h1>Links for {html.escape(project.name)}</h1>\n{body}\n  </body>\n</html>\n"
+    )

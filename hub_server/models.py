@@ -1,0 +1,184 @@
+"""Database tables (SQLAlchemy 2 typed models). Schema changes go through Alembic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Namespace(Base):
+    """Users and organisations share one namespace of owner names."""
+
+    __tablename__ = "namespaces"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)  # normalised
+    display_name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(10))  # "user" | "org"
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id"), unique=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    namespace: Mapped[Namespace] = relationship(lazy="joined")
+
+    @property
+    def name(self) -> str:
+        return self.namespace.name
+
+
+class Membership(Base):
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("user_id", "namespace_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id"))
+    role: Mapped[str] = mapped_column(String(20), default="member")  # "owner" | "member"
+
+
+class Environment(Base):
+    """A project: ``owner/name``; the name is unique hub-wide (PEP 503 normalised)."""
+
+    __tablename__ = "environments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    namespace_id: Mapped[int] = mapped_column(ForeignKey("namespaces.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)  # normalised
+    display_name: Mapped[str] = mapped_column(String(200))
+    summary: Mapped[str | None] = mapped_column(Text, nullable=True)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    private: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    namespace: Mapped[Namespace] = relationship(lazy="joined")
+
+
+class Tag(Base):
+    __tablename__ = "tags"
+    __table_args__ = (UniqueConstraint("environment_id", "tag"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"), index=True)
+    tag: Mapped[str] = mapped_column(String(100), index=True)
+
+
+class Release(Base):
+    __tablename__ = "releases"
+    __table_args__ = (UniqueConstraint("environment_id", "version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"), index=True)
+    version: Mapped[str] = mapped_column(String(100))  # canonical
+    requires_python: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    requires_dist: Mapped[list[str]] = mapped_column(JSON, default=list)
+    entry_points: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    summary: Mapped[str | None] = mapped_column(Text, nullable=True)
+    yanked: Mapped[bool] = mapped_column(Boolean, default=False)
+    yanked_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class File(Base):
+    __tablename__ = "files"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
+    filename: Mapped[str] = mapped_column(String(300), unique=True)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    wheel_tags: Mapped[str] = mapped_column(String(300))  # "py3-none-any"
+    blob_key: Mapped[str] = mapped_column(String(300))
+    metadata_sha256: Mapped[str] = mapped_column(String(64))
+    metadata_key: Mapped[str] = mapped_column(String(300))
+    requires_python: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    uploaded_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    upload_time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class BurnedFilename(Base):
+    """Every filename ever published; never reused, even after an admin delete."""
+
+    __tablename__ = "burned_filenames"
+    filename: Mapped[str] = mapped_column(String(300), primary_key=True)
+    burned_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    restrict_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    restrict_projects: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class EvalResult(Base):
+    __tablename__ = "eval_results"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
+    wheel_sha256: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(200))
+    num_examples: Mapped[int] = mapped_column(Integer)
+    rollouts_per_example: Mapped[int] = mapped_column(Integer)
+    metrics: Mapped[dict[str, float]] = mapped_column(JSON)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    submitted_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class JournalEntry(Base):
+    """One row per change; its id is the serial behind ETags and the audit log."""
+
+    __tablename__ = "journal"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    action: Mapped[str] = mapped_column(String(50))
+    project: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
+    version: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    filename: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    actor: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

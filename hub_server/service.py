@@ -1,0 +1,822 @@
+"""The hub's behaviour, independent of HTTP: every rule lives here and raises domain errors."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import BinaryIO
+
+from packaging.utils import canonicalize_name, canonicalize_version
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from hub_server import models as m
+from hub_server.auth import Principal, hash_token, new_token_secret
+from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
+from hub_server.settings import Settings
+from hub_server.storage import Storage, blob_key
+from hub_server.wheels import WheelInfo, inspect_wheel
+from verifiers.hub import schemas as s
+
+RESERVED = frozenset(
+    {"simple", "files", "api", "legacy", "healthz", "metrics", "docs", "redoc", "static", "admin"}
+)
+_NS_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,37}[a-z0-9])?$")
+
+
+def normalise_owner(name: str) -> str:
+    n = name.strip().lower()
+    if not _NS_RE.match(n):
+        raise BadRequest(
+            f"invalid namespace name {name!r}: use 1-39 letters, digits or '-', "
+            "not starting or ending with '-'"
+        )
+    return n
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    filename: str
+    sha256: str
+    size: int
+    requires_python: str | None
+    upload_time: datetime
+    yanked: bool
+    yanked_reason: str | None
+    metadata_sha256: str
+    version: str
+
+    @property
+    def url(self) -> str:
+        return file_url(self.sha256, self.filename)
+
+
+@dataclass(frozen=True)
+class IndexProject:
+    owner: str
+    name: str
+    private: bool
+    files: list[IndexFile]
+    versions: list[str]
+
+
+def file_url(sha256: str, filename: str) -> str:
+    return f"/files/{sha256[:2]}/{sha256}/{filename}"
+
+
+class HubService:
+    def __init__(self, sessions: sessionmaker[Session], storage: Storage, settings: Settings):
+        self.sessions = sessions
+        self.storage = storage
+        self.settings = settings
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self.sessions() as db:
+            yield db
+
+    # ---------------------------------------------------------------- users and tokens
+
+    def create_user(self, name: str, *, admin: bool = False) -> tuple[str, str]:
+        """Create a user and its namespace; returns ``(name, token secret)``."""
+        norm = normalise_owner(name)
+        if norm in RESERVED:
+            raise BadRequest(f"{norm!r} is a reserved name; choose another")
+        with self.session() as db:
+            if db.scalar(select(m.Namespace).where(m.Namespace.name == norm)):
+                raise Conflict(f"namespace {norm!r} already exists; choose another name")
+            ns = m.Namespace(name=norm, display_name=name.strip(), kind="user")
+            db.add(ns)
+            db.flush()
+            user = m.User(namespace_id=ns.id, is_admin=admin)
+            db.add(user)
+            db.flush()
+            db.add(m.Membership(user_id=user.id, namespace_id=ns.id, role="owner"))
+            scopes = ["read", "upload", "yank", "manage"] + (["admin"] if admin else [])
+            secret = new_token_secret()
+            db.add(
+                m.ApiToken(
+                    user_id=user.id, name="initial", token_hash=hash_token(secret), scopes=scopes
+                )
+            )
+            self._journal(db, "create_user", actor=norm)
+            try:
+                db.commit()
+            except IntegrityError:
+                raise Conflict(f"namespace {norm!r} already exists; choose another name") from None
+        return norm, secret
+
+    def create_org(self, principal: Principal, name: str) -> str:
+        principal.require_scope("manage")
+        norm = normalise_owner(name)
+        if norm in RESERVED:
+            raise BadRequest(f"{norm!r} is a reserved name; choose another")
+        with self.session() as db:
+            ns = m.Namespace(name=norm, display_name=name.strip(), kind="org")
+            db.add(ns)
+            try:
+                db.flush()
+            except IntegrityError:
+                raise Conflict(f"namespace {norm!r} already exists; choose another name") from None
+            db.add(m.Membership(user_id=principal.user_id, namespace_id=ns.id, role="owner"))
+            self._journal(db, "create_org", actor=principal.user_name)
+            db.commit()
+        return norm
+
+    def authenticate(self, secret: str) -> Principal:
+        now = _now()
+        with self.session() as db:
+            token = db.scalar(select(m.ApiToken).where(m.ApiToken.token_hash == hash_token(secret)))
+            if token is None:
+                raise Unauthorized("unknown token; log in again with a valid token (vf login)")
+            if token.revoked_at is not None:
+                raise Unauthorized("this token was revoked; create a new one (vf token create)")
+            if token.expires_at is not None and token.expires_at <= now:
+                raise Unauthorized("this token has expired; create a new one (vf token create)")
+            if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+                token.last_used_at = now
+                db.commit()
+            names = db.scalars(
+                select(m.Namespace.name)
+                .join(m.Membership, m.Membership.namespace_id == m.Namespace.id)
+                .where(m.Membership.user_id == token.user_id)
+            ).all()
+            user = token.user
+            return Principal(
+                user_id=user.id,
+                user_name=user.namespace.name,
+                is_admin=user.is_admin,
+                namespaces=frozenset(names),
+                token_id=token.id,
+                token_name=token.name,
+                scopes=frozenset(token.scopes),
+                restrict_owner=token.restrict_owner,
+                restrict_projects=frozenset(token.restrict_projects)
+                if token.restrict_projects is not None
+                else None,
+            )
+
+    def whoami(self, principal: Principal) -> s.WhoAmI:
+        with self.session() as db:
+            token = db.get(m.ApiToken, principal.token_id)
+            assert token is not None
+            return s.WhoAmI(
+                user=principal.user_name,
+                admin=principal.is_admin,
+                namespaces=sorted(principal.namespaces),
+                token_name=principal.token_name,
+                scopes=sorted(principal.scopes),
+                token_owner=principal.restrict_owner,
+                token_projects=sorted(principal.restrict_projects)
+                if principal.restrict_projects is not None
+                else None,
+                expires_at=token.expires_at,
+            )
+
+    def create_token(self, principal: Principal, req: s.TokenCreate) -> s.TokenCreated:
+        principal.require_scope("manage")
+        scopes = sorted(set(req.scopes))
+        if not scopes:
+            raise BadRequest("a token needs at least one scope")
+        extra = [
+            sc
+            for sc in scopes
+            if not principal.has_scope(sc) or (sc == "admin" and "admin" not in principal.scopes)
+        ]
+        if extra:
+            raise Forbidden(f"cannot grant scopes this token does not have: {', '.join(extra)}")
+        owner = normalise_owner(req.owner) if req.owner else principal.restrict_owner
+        if principal.restrict_owner and owner != principal.restrict_owner:
+            raise Forbidden(f"this token is restricted to owner {principal.restrict_owner}")
+        if owner and not (principal.is_admin or owner in principal.namespaces):
+            raise Forbidden(f"you are not a member of namespace {owner!r}")
+        projects = (
+            sorted({canonicalize_name(p) for p in req.projects})
+            if req.projects is not None
+            else (
+                sorted(principal.restrict_projects)
+                if principal.restrict_projects is not None
+                else None
+            )
+        )
+        if principal.restrict_projects is not None and projects is not None:
+            outside = set(projects) - principal.restrict_projects
+            if outside:
+                raise Forbidden(f"this token cannot grant access to {', '.join(sorted(outside))}")
+        expires = _now() + timedelta(days=req.expires_in_days) if req.expires_in_days else None
+        secret = new_token_secret()
+        with self.session() as db:
+            tok = m.ApiToken(
+                user_id=principal.user_id,
+                name=req.name,
+                token_hash=hash_token(secret),
+                scopes=scopes,
+                restrict_owner=owner,
+                restrict_projects=projects,
+                expires_at=expires,
+            )
+            db.add(tok)
+            self._journal(db, "create_token", actor=principal.user_name)
+            db.commit()
+            return s.TokenCreated(**_token_out(tok).model_dump(), token=secret)
+
+    def list_tokens(self, principal: Principal) -> list[s.TokenOut]:
+        principal.require_scope("manage")
+        with self.session() as db:
+            toks = db.scalars(
+                select(m.ApiToken)
+                .where(m.ApiToken.user_id == principal.user_id)
+                .order_by(m.ApiToken.id)
+            ).all()
+            return [_token_out(t) for t in toks]
+
+    def revoke_token(self, principal: Principal, token_id: int) -> s.TokenOut:
+        principal.require_scope("manage")
+        with self.session() as db:
+            tok = db.get(m.ApiToken, token_id)
+            if tok is None or (tok.user_id != principal.user_id and not principal.is_admin):
+                raise NotFound(f"no token with id {token_id}; list yours with `vf token list`")
+            if tok.revoked_at is None:
+                tok.revoked_at = _now()
+                self._journal(db, "revoke_token", actor=principal.user_name)
+                db.commit()
+            return _token_out(tok)
+
+    # ---------------------------------------------------------------- uploads
+
+    def upload(
+        self,
+        principal: Principal,
+        fileobj: BinaryIO,
+        filename: str,
+        *,
+        sha256: str,
+        size: int,
+        owner: str | None = None,
+        private: bool = False,
+        claimed_sha256: str | None = None,
+    ) -> s.UploadResult:
+        """Publish one wheel. ``fileobj`` holds the received bytes; ``sha256``/``size`` were
+        computed while receiving them."""
+        principal.require_scope("upload")
+        if claimed_sha256 and claimed_sha256.lower() != sha256:
+            raise BadRequest(
+                f"the upload's sha256_digest ({claimed_sha256}) does not match the received "
+                f"bytes ({sha256}): the file was corrupted in transit; upload again"
+            )
+        fileobj.seek(0)
+        info = inspect_wheel(
+            fileobj,
+            filename,
+            max_uncompressed=self.settings.max_uncompressed_bytes,
+            max_ratio=self.settings.max_compression_ratio,
+        )
+        metadata_sha = hashlib.sha256(info.metadata_bytes).hexdigest()
+        owner_norm = normalise_owner(owner) if owner else None
+        # The blobs go first: the database commit is the publish point.
+        created_blobs: list[str] = []
+        for key, data in (
+            (blob_key(sha256), fileobj),
+            (blob_key(metadata_sha), io.BytesIO(info.metadata_bytes)),
+        ):
+            if not self.storage.exists(key):
+                data.seek(0)
+                self.storage.put(key, data)
+                created_blobs.append(key)
+        try:
+            for attempt in range(3):
+                try:
+                    return self._record_upload(
+                        principal, info, sha256, size, metadata_sha, owner_norm, private
+                    )
+                except IntegrityError:
+                    if attempt == 2:
+                        raise Conflict(
+                            f"{filename}: a concurrent upload changed this project; try again"
+                        ) from None
+            raise AssertionError("unreachable")
+        except BaseException:
+            self._collect_blobs(created_blobs)
+            raise
+
+    def _record_upload(
+        self,
+        principal: Principal,
+        info: WheelInfo,
+        sha256: str,
+        size: int,
+        metadata_sha: str,
+        owner: str | None,
+        private: bool,
+    ) -> s.UploadResult:
+        with self.session() as db:
+            env = db.scalar(select(m.Environment).where(m.Environment.name == info.normalized_name))
+            if env is not None:
+                env_owner = env.namespace.name
+                if (owner and owner != env_owner) or not (
+                    principal.is_admin or env_owner in principal.namespaces
+                ):
+                    raise Forbidden(
+                        f"the name {info.normalized_name!r} is taken by another owner "
+                        f"({env_owner}); rename your package (the distribution name is unique "
+                        "hub-wide)"
+                    )
+                principal.require_project("upload", env_owner, env.name)
+            else:
+                target = owner or principal.restrict_owner or principal.user_name
+                if info.normalized_name in RESERVED:
+                    raise BadRequest(f"{info.normalized_name!r} is a reserved name; rename it")
+                principal.require_project("upload", target, info.normalized_name)
+                ns = db.scalar(select(m.Namespace).where(m.Namespace.name == target))
+                if ns is None:
+                    raise NotFound(f"namespace {target!r} does not exist")
+                env = m.Environment(
+                    namespace_id=ns.id,
+                    name=info.normalized_name,
+                    display_name=info.name,
+                    private=private,
+                )
+                db.add(env)
+                db.flush()
+                env_owner = target
+            if not env.private and info.direct_url_requirements():
+                raise BadRequest(
+                    f"public projects cannot depend on direct URLs: "
+                    f"{', '.join(info.direct_url_requirements())}; publish the dependency to an "
+                    "index and depend on it by name"
+                )
+            existing = db.scalar(select(m.File).where(m.File.filename == info.filename))
+            if existing is not None:
+                if existing.sha256 == sha256:
+                    return s.UploadResult(
+                        owner=env_owner,
+                        name=env.name,
+                        version=info.version,
+                        filename=info.filename,
+                        sha256=sha256,
+                        created=False,
+                    )
+                raise Conflict(
+                    f"{info.filename} already exists with different contents; published files "
+                    "never change: bump the version and upload again"
+                )
+            if db.get(m.BurnedFilename, info.filename) is not None:
+                raise Conflict(
+                    f"{info.filename} was published before and removed; filenames are never "
+                    "reused: bump the version and upload again"
+                )
+            release = db.scalar(
+                select(m.Release).where(
+                    m.Release.environment_id == env.id, m.Release.version == info.version
+                )
+            )
+            if release is None:
+                release = m.Release(
+                    environment_id=env.id,
+                    version=info.version,
+                    requires_python=info.requires_python,
+                    requires_dist=info.requires_dist,
+                    entry_points=info.entry_points,
+                    summary=info.summary,
+                )
+                db.add(release)
+                db.flush()
+            else:
+                clash = db.scalar(
+                    select(m.File).where(
+                        m.File.release_id == release.id, m.File.wheel_tags == info.wheel_tags
+                    )
+                )
+                if clash is not None:
+                    raise Conflict(
+                        f"version {info.version} of {env.name} already has {clash.filename} for "
+                        f"the same tags with different contents: bump the version and upload again"
+                    )
+            db.add(
+                m.File(
+                    release_id=release.id,
+                    filename=info.filename,
+                    sha256=sha256,
+                    size=size,
+                    wheel_tags=info.wheel_tags,
+                    blob_key=blob_key(sha256),
+                    metadata_sha256=metadata_sha,
+                    metadata_key=blob_key(metadata_sha),
+                    requires_python=info.requires_python,
+                    uploaded_by=principal.user_id,
+                )
+            )
+            db.add(m.BurnedFilename(filename=info.filename))
+            if _is_latest(db, env.id, info.version):
+                env.summary = info.summary
+                env.description = info.description
+                env.display_name = info.name
+                db.execute(m.Tag.__table__.delete().where(m.Tag.environment_id == env.id))
+                for tag in info.keywords:
+                    db.add(m.Tag(environment_id=env.id, tag=tag))
+            env.updated_at = _now()
+            self._journal(
+                db,
+                "add_file",
+                project=env.name,
+                version=info.version,
+                filename=info.filename,
+                actor=principal.user_name,
+            )
+            db.commit()
+            return s.UploadResult(
+                owner=env_owner,
+                name=env.name,
+                version=info.version,
+                filename=info.filename,
+                sha256=sha256,
+                created=True,
+            )
+
+    def _collect_blobs(self, keys: list[str]) -> None:
+        """Delete blobs this upload created if no published file references them."""
+        if not keys:
+            return
+        with self.session() as db:
+            for key in keys:
+                used = db.scalar(
+                    select(func.count())
+                    .select_from(m.File)
+                    .where(or_(m.File.blob_key == key, m.File.metadata_key == key))
+                )
+                if not used:
+                    self.storage.delete(key)
+
+    # ---------------------------------------------------------------- yanking
+
+    def set_yanked(
+        self,
+        principal: Principal,
+        owner: str,
+        name: str,
+        version: str,
+        yanked: bool,
+        reason: str | None,
+    ) -> s.ReleaseOut:
+        with self.session() as db:
+            env = self._env_for(db, principal, owner, name)
+            principal.require_project("yank", env.namespace.name, env.name)
+            rel = self._release(db, env, version)
+            rel.yanked = yanked
+            rel.yanked_reason = (reason or None) if yanked else None
+            env.updated_at = _now()
+            self._journal(
+                db,
+                "yank" if yanked else "unyank",
+                project=env.name,
+                version=rel.version,
+                actor=principal.user_name,
+            )
+            db.commit()
+            return self._release_out(db, rel)
+
+    # ---------------------------------------------------------------- reading
+
+    def _env_for(
+        self, db: Session, principal: Principal | None, owner: str, name: str
+    ) -> m.Environment:
+        env = db.scalar(
+            select(m.Environment)
+            .join(m.Namespace, m.Environment.namespace_id == m.Namespace.id)
+            .where(m.Namespace.name == owner.lower(), m.Environment.name == canonicalize_name(name))
+        )
+        if env is None or (
+            env.private and not (principal and principal.can_read(env.namespace.name, env.name))
+        ):
+            raise NotFound(f"no environment {owner}/{name}; search with `vf env search`")
+        return env
+
+    def _release(self, db: Session, env: m.Environment, version: str) -> m.Release:
+        try:
+            canon = canonicalize_version(version, strip_trailing_zero=False)
+        except Exception:
+            canon = version
+        rel = db.scalar(
+            select(m.Release).where(m.Release.environment_id == env.id, m.Release.version == canon)
+        )
+        if rel is None:
+            raise NotFound(f"{env.namespace.name}/{env.name} has no version {version}")
+        return rel
+
+    def _release_out(self, db: Session, rel: m.Release) -> s.ReleaseOut:
+        files = db.scalars(
+            select(m.File).where(m.File.release_id == rel.id).order_by(m.File.id)
+        ).all()
+        return s.ReleaseOut(
+            version=rel.version,
+            yanked=rel.yanked,
+            yanked_reason=rel.yanked_reason,
+            created_at=rel.created_at,
+            requires_python=rel.requires_python,
+            requires_dist=rel.requires_dist,
+            entry_points=rel.entry_points,
+            files=[
+                s.FileOut(
+                    filename=f.filename,
+                    url=file_url(f.sha256, f.filename),
+                    sha256=f.sha256,
+                    size=f.size,
+                    requires_python=f.requires_python,
+                    upload_time=f.upload_time,
+                    metadata_sha256=f.metadata_sha256,
+                )
+                for f in files
+            ],
+        )
+
+    def _project_out(self, db: Session, env: m.Environment, *, with_releases: bool) -> s.ProjectOut:
+        rels = db.scalars(select(m.Release).where(m.Release.environment_id == env.id)).all()
+        rels = sorted(rels, key=lambda r: _version_key(r.version), reverse=True)
+        latest = next((r.version for r in rels if not r.yanked), None)
+        tags = db.scalars(
+            select(m.Tag.tag).where(m.Tag.environment_id == env.id).order_by(m.Tag.tag)
+        ).all()
+        return s.ProjectOut(
+            owner=env.namespace.name,
+            name=env.name,
+            summary=env.summary,
+            description=env.description if with_releases else None,
+            private=env.private,
+            tags=list(tags),
+            latest_version=latest,
+            created_at=env.created_at,
+            updated_at=env.updated_at,
+            releases=[self._release_out(db, r) for r in rels] if with_releases else None,
+        )
+
+    def get_project(self, principal: Principal | None, owner: str, name: str) -> s.ProjectOut:
+        with self.session() as db:
+            return self._project_out(
+                db, self._env_for(db, principal, owner, name), with_releases=True
+            )
+
+    def get_release(
+        self, principal: Principal | None, owner: str, name: str, version: str
+    ) -> s.ReleaseOut:
+        with self.session() as db:
+            env = self._env_for(db, principal, owner, name)
+            return self._release_out(db, self._release(db, env, version))
+
+    def list_projects(
+        self,
+        principal: Principal | None,
+        *,
+        query: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> s.ProjectList:
+        if page < 1 or not 1 <= per_page <= 100:
+            raise BadRequest("page must be >= 1 and per_page between 1 and 100")
+        with self.session() as db:
+            stmt = select(m.Environment).join(
+                m.Namespace, m.Environment.namespace_id == m.Namespace.id
+            )
+            if owner:
+                stmt = stmt.where(m.Namespace.name == owner.lower())
+            if tag:
+                stmt = stmt.where(
+                    m.Environment.id.in_(
+                        select(m.Tag.environment_id).where(m.Tag.tag == tag.lower())
+                    )
+                )
+            if query:
+                like = f"%{query.lower()}%"
+                stmt = stmt.where(
+                    or_(
+                        m.Environment.name.like(like),
+                        func.lower(m.Environment.summary).like(like),
+                        m.Environment.id.in_(
+                            select(m.Tag.environment_id).where(m.Tag.tag.like(like))
+                        ),
+                    )
+                )
+            stmt = stmt.where(
+                or_(m.Environment.private.is_(False), *self._private_filter(principal))
+            )
+            total = db.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+            envs = db.scalars(
+                stmt.order_by(m.Environment.updated_at.desc(), m.Environment.name)
+                .offset((page - 1) * per_page)
+                .limit(per_page)
+            ).all()
+            return s.ProjectList(
+                items=[self._project_out(db, e, with_releases=False) for e in envs],
+                total=total,
+                page=page,
+                per_page=per_page,
+            )
+
+    @staticmethod
+    def _private_filter(principal: Principal | None) -> list[ColumnElement[bool]]:
+        """SQL conditions under which ``principal`` sees a private project."""
+        if principal is None or not principal.has_scope("read"):
+            return []
+        conds: list[ColumnElement[bool]] = [m.Environment.private.is_(True)]
+        if not principal.is_admin:
+            conds.append(m.Namespace.name.in_(principal.namespaces))
+        if principal.restrict_owner is not None:
+            conds.append(m.Namespace.name == principal.restrict_owner)
+        if principal.restrict_projects is not None:
+            conds.append(m.Environment.name.in_(principal.restrict_projects))
+        return [and_(*conds)]
+
+    # ---------------------------------------------------------------- the simple index
+
+    def index_names(
+        self, principal: Principal | None, owner: str | None, include_private: bool
+    ) -> list[str]:
+        with self.session() as db:
+            stmt = select(m.Environment.name, m.Environment.private, m.Namespace.name).join(
+                m.Namespace, m.Environment.namespace_id == m.Namespace.id
+            )
+            if owner is not None:
+                stmt = stmt.where(m.Namespace.name == owner.lower())
+            rows = db.execute(stmt.order_by(m.Environment.name)).all()
+            return [
+                name
+                for name, private, ns in rows
+                if not private
+                or (include_private and principal is not None and principal.can_read(ns, name))
+            ]
+
+    def namespace_exists(self, owner: str) -> bool:
+        with self.session() as db:
+            return (
+                db.scalar(select(m.Namespace.id).where(m.Namespace.name == owner.lower()))
+                is not None
+            )
+
+    def index_project(self, name: str, owner: str | None = None) -> IndexProject | None:
+        """The project's files for the simple index, or None; access is checked by the caller."""
+        with self.session() as db:
+            env = db.scalar(select(m.Environment).where(m.Environment.name == name))
+            if env is None or (owner is not None and env.namespace.name != owner.lower()):
+                return None
+            rows = db.execute(
+                select(m.File, m.Release)
+                .join(m.Release, m.File.release_id == m.Release.id)
+                .where(m.Release.environment_id == env.id)
+                .order_by(m.File.filename)
+            ).all()
+            files = [
+                IndexFile(
+                    filename=f.filename,
+                    sha256=f.sha256,
+                    size=f.size,
+                    requires_python=f.requires_python,
+                    upload_time=f.upload_time,
+                    yanked=r.yanked,
+                    yanked_reason=r.yanked_reason,
+                    metadata_sha256=f.metadata_sha256,
+                    version=r.version,
+                )
+                for f, r in rows
+            ]
+            versions = sorted({f.version for f in files}, key=_version_key)
+            return IndexProject(env.namespace.name, env.name, env.private, files, versions)
+
+    def find_file(self, sha256: str, filename: str) -> tuple[m.File, str, str, bool] | None:
+        """``(file, owner, project, private)`` for a download URL, or None."""
+        with self.session() as db:
+            row = db.execute(
+                select(m.File, m.Environment)
+                .join(m.Release, m.File.release_id == m.Release.id)
+                .join(m.Environment, m.Release.environment_id == m.Environment.id)
+                .where(m.File.sha256 == sha256, m.File.filename == filename)
+            ).first()
+            if row is None:
+                return None
+            f, env = row
+            return f, env.namespace.name, env.name, env.private
+
+    def last_serial(self) -> int:
+        with self.session() as db:
+            return db.scalar(select(func.max(m.JournalEntry.id))) or 0
+
+    def project_serial(self, name: str) -> int:
+        with self.session() as db:
+            return (
+                db.scalar(select(func.max(m.JournalEntry.id)).where(m.JournalEntry.project == name))
+                or 0
+            )
+
+    # ---------------------------------------------------------------- eval results
+
+    def add_eval_result(
+        self, principal: Principal, owner: str, name: str, version: str, req: s.EvalResultIn
+    ) -> s.EvalResultOut:
+        with self.session() as db:
+            env = self._env_for(db, principal, owner, name)
+            principal.require_project("upload", env.namespace.name, env.name)
+            rel = self._release(db, env, version)
+            shas = set(db.scalars(select(m.File.sha256).where(m.File.release_id == rel.id)).all())
+            if req.wheel_sha256 not in shas:
+                raise BadRequest(
+                    f"wheel_sha256 {req.wheel_sha256} is not a file of {env.name} {rel.version}; "
+                    "evaluate the published wheel and send its sha256"
+                )
+            row = m.EvalResult(
+                release_id=rel.id,
+                wheel_sha256=req.wheel_sha256,
+                model=req.model,
+                num_examples=req.num_examples,
+                rollouts_per_example=req.rollouts_per_example,
+                metrics=req.metrics,
+                details=req.details,
+                submitted_by=principal.user_id,
+            )
+            db.add(row)
+            self._journal(
+                db, "add_eval", project=env.name, version=rel.version, actor=principal.user_name
+            )
+            db.commit()
+            return _eval_out(row, rel.version, principal.user_name)
+
+    def list_eval_results(
+        self, principal: Principal | None, owner: str, name: str, version: str
+    ) -> list[s.EvalResultOut]:
+        with self.session() as db:
+            env = self._env_for(db, principal, owner, name)
+            rel = self._release(db, env, version)
+            rows = db.execute(
+                select(m.EvalResult, m.Namespace.name)
+                .join(m.User, m.EvalResult.submitted_by == m.User.id)
+                .join(m.Namespace, m.User.namespace_id == m.Namespace.id)
+                .where(m.EvalResult.release_id == rel.id)
+                .order_by(m.EvalResult.id)
+            ).all()
+            return [_eval_out(r, rel.version, who) for r, who in rows]
+
+    # ---------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _journal(db: Session, action: str, **fields: str | None) -> None:
+        db.add(m.JournalEntry(action=action, **fields))
+
+    def counts(self) -> dict[str, int]:
+        with self.session() as db:
+            return {
+                "users": db.scalar(select(func.count()).select_from(m.User)) or 0,
+                "environments": db.scalar(select(func.count()).select_from(m.Environment)) or 0,
+                "releases": db.scalar(select(func.count()).select_from(m.Release)) or 0,
+                "files": db.scalar(select(func.count()).select_from(m.File)) or 0,
+            }
+
+
+def _version_key(v: str) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(v))
+    except InvalidVersion:
+        return (0, v)
+
+
+def _is_latest(db: Session, env_id: int, version: str) -> bool:
+    versions = db.scalars(select(m.Release.version).where(m.Release.environment_id == env_id)).all()
+    return _version_key(version) >= max((_version_key(v) for v in versions), default=(0, ""))
+
+
+def _token_out(t: m.ApiToken) -> s.TokenOut:
+    return s.TokenOut(
+        id=t.id,
+        name=t.name,
+        scopes=list(t.scopes),
+        owner=t.restrict_owner,
+        projects=list(t.restrict_projects) if t.restrict_projects is not None else None,
+        created_at=t.created_at,
+        expires_at=t.expires_at,
+        last_used_at=t.last_used_at,
+        revoked=t.revoked_at is not None,
+    )
+
+
+def _eval_out(r: m.EvalResult, version: str, who: str) -> s.EvalResultOut:
+    return s.EvalResultOut(
+        id=r.id,
+        version=version,
+        submitted_by=who,
+        created_at=r.created_at,
+        wheel_sha256=r.wheel_sha256,
+        model=r.model,
+        num_examples=r.num_examples,
+        rollouts_per_example=r.rollouts_per_example,
+        metrics=r.metrics,
+        details=r.details,
+    )

@@ -1,0 +1,145 @@
+"""Blob storage behind a small interface: local directory (default) or S3 via boto3.
+
+Keys are content addressed (``sha256/ab/abcdef...``), so a blob is written once and an
+orphaned blob (upload lost the race, crash before commit) is harmless and collectable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from hub_server.settings import Settings
+
+CHUNK = 256 * 1024
+
+
+def blob_key(sha256: str) -> str:
+    return f"sha256/{sha256[:2]}/{sha256}"
+
+
+class BlobNotFound(Exception):
+    pass
+
+
+class Storage(Protocol):
+    def put(self, key: str, data: BinaryIO) -> None:
+        """Store the stream under ``key`` (atomically: readers never see a partial blob)."""
+
+    def open(self, key: str) -> Iterator[bytes]:
+        """Iterate the blob's bytes; raises :class:`BlobNotFound`."""
+
+    def delete(self, key: str) -> None: ...
+
+    def exists(self, key: str) -> bool: ...
+
+
+class LocalStorage:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        p = (self.root / key).resolve()
+        if not p.is_relative_to(self.root.resolve()):
+            raise ValueError(f"bad blob key {key!r}")
+        return p
+
+    def put(self, key: str, data: BinaryIO) -> None:
+        dest = self.path(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".upload-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(data, out, CHUNK)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def open(self, key: str) -> Iterator[bytes]:
+        try:
+            f = self.path(key).open("rb")
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+        return _iter_file(f)
+
+    def delete(self, key: str) -> None:
+        self.path(key).unlink(missing_ok=True)
+
+    def exists(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+
+def _iter_file(f: BinaryIO) -> Iterator[bytes]:
+    with f:
+        while chunk := f.read(CHUNK):
+            yield chunk
+
+
+class S3Storage:
+    def __init__(
+        self, bucket: str, *, endpoint_url: str | None, region: str | None, prefix: str = ""
+    ) -> None:
+        import boto3
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.client = boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
+
+    def _key(self, key: str) -> str:
+        return self.prefix + key
+
+    def put(self, key: str, data: BinaryIO) -> None:
+        self.client.upload_fileobj(data, self.bucket, self._key(key))
+
+    def open(self, key: str) -> Iterator[bytes]:
+        from botocore.exceptions import ClientError
+
+        try:
+            obj = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise BlobNotFound(key) from None
+            raise
+        body = obj["Body"]
+        return _iter_s3(body)
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise
+        return True
+
+
+def _iter_s3(body: object) -> Iterator[bytes]:
+    try:
+        yield from body.iter_chunks(CHUNK)  # type: ignore[attr-defined]
+    finally:
+        body.close()  # type: ignore[attr-defined]
+
+
+def make_storage(settings: Settings) -> Storage:
+    if settings.storage == "s3":
+        assert settings.s3_bucket
+        return S3Storage(
+            settings.s3_bucket,
+            endpoint_url=settings.s3_endpoint_url,
+            region=settings.s3_region,
+            prefix=settings.s3_prefix,
+        )
+    return LocalStorage(settings.resolved_storage_dir)

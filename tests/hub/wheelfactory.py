@@ -1,0 +1,71 @@
+"""Build small, valid (or deliberately broken) wheels in memory for the hub tests."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def make_wheel(
+    dest: Path,
+    name: str,
+    version: str,
+    *,
+    module_body: str | None = None,
+    keywords: str | None = None,
+    requires_dist: list[str] | None = None,
+    metadata_name: str | None = None,
+    metadata_version: str | None = None,
+    omit_metadata: bool = False,
+    extra_members: dict[str, bytes] | None = None,
+    entry_point: bool = True,
+) -> Path:
+    """Write ``{name}-{version}-py3-none-any.whl`` into ``dest`` and return its path."""
+    dist = name.replace("-", "_")
+    mod = dist
+    dist_info = f"{dist}-{version}.dist-info"
+    meta_lines = [
+        "Metadata-Version: 2.1",
+        f"Name: {metadata_name or name}",
+        f"Version: {metadata_version or version}",
+        f"Summary: test environment {name}",
+        "Requires-Python: >=3.8",
+    ]
+    if keywords:
+        meta_lines.append(f"Keywords: {keywords}")
+    meta_lines += [f"Requires-Dist: {r}" for r in requires_dist or []]
+    metadata = ("\n".join(meta_lines) + "\n\nA test environment.\n").encode()
+    files: dict[str, bytes] = {
+        f"{mod}/__init__.py": (
+            module_body
+            if module_body is not None
+            else f"VERSION = {version!r}\n\ndef load_environment(**kwargs):\n    return {{'name': {name!r}}}\n"
+        ).encode(),
+        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    if not omit_metadata:
+        files[f"{dist_info}/METADATA"] = metadata
+    if entry_point:
+        files[f"{dist_info}/entry_points.txt"] = (
+            f"[verifiers.environments]\n{name} = {mod}:load_environment\n".encode()
+        )
+    files.update(extra_members or {})
+    record = "".join(f"{p},{_record_hash(d)},{len(d)}\n" for p, d in files.items())
+    record += f"{dist_info}/RECORD,,\n"
+    files[f"{dist_info}/RECORD"] = record.encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p, d in files.items():
+            zf.writestr(p, d)
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / f"{dist}-{version}-py3-none-any.whl"
+    path.write_bytes(buf.getvalue())
+    return path

@@ -1,0 +1,141 @@
+"""Pydantic models of the hub's JSON API (``/api/v1``).
+
+The server builds its responses from these models and the CLI parses responses with them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Scope = Literal["read", "upload", "yank", "manage", "admin"]
+SCOPES: tuple[str, ...] = ("read", "upload", "yank", "manage", "admin")
+
+
+class ErrorBody(BaseModel):
+    """Every non-2xx response of the hub has this body."""
+
+    error: str = Field(description="machine-readable code, e.g. 'conflict', 'not_found'")
+    message: str = Field(description="what went wrong and what to do next")
+
+
+class FileOut(BaseModel):
+    filename: str
+    url: str
+    sha256: str
+    size: int
+    requires_python: str | None = None
+    upload_time: datetime
+    metadata_sha256: str | None = None
+
+
+class ReleaseOut(BaseModel):
+    version: str
+    yanked: bool = False
+    yanked_reason: str | None = None
+    created_at: datetime
+    requires_python: str | None = None
+    requires_dist: list[str] = Field(default_factory=list)
+    entry_points: dict[str, str] = Field(
+        default_factory=dict, description="the verifiers.environments entry points"
+    )
+    files: list[FileOut] = Field(default_factory=list)
+
+
+class ProjectOut(BaseModel):
+    owner: str
+    name: str
+    summary: str | None = None
+    description: str | None = None
+    private: bool = False
+    tags: list[str] = Field(default_factory=list)
+    latest_version: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    releases: list[ReleaseOut] | None = None
+
+
+class ProjectList(BaseModel):
+    items: list[ProjectOut]
+    total: int
+    page: int
+    per_page: int
+
+
+class YankRequest(BaseModel):
+    reason: str | None = Field(default=None, max_length=1000)
+
+
+class TokenCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=100)
+    scopes: list[Scope] = Field(default_factory=lambda: ["read", "upload"])
+    owner: str | None = Field(default=None, description="restrict the token to this namespace")
+    projects: list[str] | None = Field(
+        default=None, description="restrict the token to these projects (may not exist yet)"
+    )
+    expires_in_days: float | None = Field(default=None, gt=0)
+
+
+class TokenOut(BaseModel):
+    id: int
+    name: str
+    scopes: list[str]
+    owner: str | None = None
+    projects: list[str] | None = None
+    created_at: datetime
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = None
+    revoked: bool = False
+
+
+class TokenCreated(TokenOut):
+    token: str = Field(description="the secret; shown once, only its hash is stored")
+
+
+class UserCreate(BaseModel):
+    name: str
+    admin: bool = False
+
+
+class UserCreated(BaseModel):
+    name: str
+    admin: bool
+    token: str
+
+
+class WhoAmI(BaseModel):
+    user: str
+    admin: bool
+    namespaces: list[str]
+    token_name: str
+    scopes: list[str]
+    token_owner: str | None = None
+    token_projects: list[str] | None = None
+    expires_at: datetime | None = None
+
+
+class UploadResult(BaseModel):
+    owner: str
+    name: str
+    version: str
+    filename: str
+    sha256: str
+    created: bool = Field(description="false when the same bytes were already published")
+
+
+class EvalResultIn(BaseModel):
+    wheel_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    model: str = Field(min_length=1, max_length=200)
+    num_examples: int = Field(ge=0)
+    rollouts_per_example: int = Field(default=1, ge=1)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalResultOut(EvalResultIn):
+    id: int
+    version: str
+    submitted_by: str
+    created_at: datetime
