@@ -1,0 +1,151 @@
+"""``EnvGroup``: several environments behind one, routed by the ``task`` column."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from verifiers.clients.base import Client
+from verifiers.envs.environment import Environment
+from verifiers.errors import ConfigError
+from verifiers.types import SamplingArgs, State
+
+__all__ = ["EnvGroup"]
+
+
+class _RoutingRubric:
+    """Scores each state with the rubric of the environment that produced it."""
+
+    def __init__(self, env_map: Mapping[str, Environment]) -> None:
+        self.env_map = env_map
+
+    @property
+    def has_group_rewards(self) -> bool:
+        return any(e.has_group_rewards for e in self.env_map.values())
+
+    async def score_rollout(self, state: State) -> None:
+        await self.env_map[state["task"]].rubric.score_rollout(state)
+
+    async def score_group(self, states: list[State]) -> None:
+        by_task: dict[str, list[State]] = {}
+        for s in states:
+            by_task.setdefault(s["task"], []).append(s)
+        await asyncio.gather(
+            *(self.env_map[t].rubric.score_group(group) for t, group in by_task.items())
+        )
+
+
+class EnvGroup(Environment):
+    """Combine environments: their datasets are concatenated with ``task`` set to each
+    environment's name, and every rollout and its scoring go to the environment it came from.
+
+    Args:
+        envs: the environments.
+        env_names: one name per environment (default: each ``env_id``).
+    """
+
+    def __init__(
+        self,
+        envs: list[Environment],
+        env_names: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not envs:
+            raise ConfigError("EnvGroup needs at least one environment")
+        names = list(env_names) if env_names is not None else [e.env_id for e in envs]
+        if len(names) != len(envs):
+            raise ConfigError(f"EnvGroup got {len(envs)} environments but {len(names)} names")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"EnvGroup environment names must be unique, got {names}")
+        self.envs = list(envs)
+        self.env_names = names
+        self.env_map: dict[str, Environment] = dict(zip(names, envs, strict=True))
+
+        def rows(split: str) -> list[dict[str, Any]] | None:
+            out: list[dict[str, Any]] = []
+            for name, env in self.env_map.items():
+                if env._raw["train"] is None and env._raw["eval"] is None:
+                    continue
+                for row in env.get_rows(split):
+                    out.append(
+                        {
+                            "prompt": row["prompt"],
+                            "answer": str(row.get("answer", "")),
+                            "info": json.dumps(row.get("info") or {}),
+                            "task": name,
+                        }
+                    )
+            return out or None
+
+        train = rows("train") if any(e._raw["train"] is not None for e in envs) else None
+        evals = rows("eval") if any(e._raw["eval"] is not None for e in envs) else None
+        super().__init__(dataset=train, eval_dataset=evals, **kwargs)
+        self.rubric = _RoutingRubric(self.env_map)  # type: ignore[assignment]
+
+    def get_env_for_task(self, task: str) -> Environment:
+        try:
+            return self.env_map[task]
+        except KeyError:
+            raise ConfigError(
+                f"no environment named {task!r} in this EnvGroup; have {self.env_names}"
+            ) from None
+
+    @property
+    def has_group_rewards(self) -> bool:
+        return any(e.has_group_rewards for e in self.envs)
+
+    async def rollout(
+        self,
+        input: Mapping[str, Any],
+        client: Client | Any,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+    ) -> State:
+        return await self.get_env_for_task(input["task"]).rollout(
+            input, client, model, sampling_args
+        )
+
+    async def run_rollout(
+        self,
+        input: Mapping[str, Any],
+        client: Client,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        *,
+        rollout_index: int = 0,
+        score: bool = True,
+    ) -> State:
+        env = self.get_env_for_task(input["task"])
+        return await env.run_rollout(
+            input, client, model, sampling_args, rollout_index=rollout_index, score=score
+        )
+
+    async def run_group(
+        self,
+        input: Mapping[str, Any],
+        client: Client,
+        model: str,
+        n: int,
+        sampling_args: SamplingArgs | None = None,
+        *,
+        score: bool = True,
+        semaphore: asyncio.Semaphore | None = None,
+        first_index: int = 0,
+    ) -> list[State]:
+        env = self.get_env_for_task(input["task"])
+        return await env.run_group(
+            input,
+            client,
+            model,
+            n,
+            sampling_args,
+            score=score,
+            semaphore=semaphore,
+            first_index=first_index,
+        )
+
+    async def close(self) -> None:
+        await asyncio.gather(*(e.close() for e in self.envs))
+        await super().close()

@@ -1,0 +1,164 @@
+"""``ToolEnv``: the model calls Python functions as tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from verifiers.decorators import stop
+from verifiers.envs.multiturn_env import MultiTurnEnv
+from verifiers.errors import InfraError, ToolCallError, ToolParseError
+from verifiers.types import Message, Messages, State
+from verifiers.utils.async_utils import is_async_callable
+from verifiers.utils.tool_schema import function_to_tool_schema, tool_name
+
+__all__ = ["ToolEnv"]
+
+
+def _default_error_formatter(e: Exception) -> str:
+    return f"{e}"
+
+
+class ToolEnv(MultiTurnEnv):
+    """A multi-turn environment whose turn is running the tools the model called.
+
+    Schemas come from type hints and Google docstrings. Several tool calls in one assistant
+    message run concurrently; their results are appended in call order. A tool that raises is
+    reported to the model as the tool message (formatted by ``error_formatter``) unless the
+    exception's type is in ``stop_errors``, which ends the rollout as errored. Infrastructure
+    failures (:class:`verifiers.InfraError`, e.g. a dead sandbox) always end it as errored.
+    The rollout ends when the model answers without calling a tool.
+
+    Args:
+        tools: plain Python functions (sync or async).
+        max_turns: model calls per rollout (default 10).
+        error_formatter: turns a tool's exception into the text the model sees.
+        stop_errors: exception types that end the rollout instead.
+    """
+
+    def __init__(
+        self,
+        tools: list[Callable[..., Any]] | None = None,
+        max_turns: int = 10,
+        error_formatter: Callable[[Exception], str] = _default_error_formatter,
+        stop_errors: list[type[Exception]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.tools: list[Callable[..., Any]] = []
+        self.tool_map: dict[str, Callable[..., Any]] = {}
+        self._tool_is_async: dict[str, bool] = {}
+        self.error_formatter = error_formatter
+        self.stop_errors: tuple[type[Exception], ...] = tuple(stop_errors or ())
+        tool_defs = list(kwargs.pop("tool_defs", None) or [])
+        super().__init__(max_turns=max_turns, tool_defs=tool_defs, **kwargs)
+        for tool in tools or []:
+            self.add_tool(tool)
+
+    def _register(self, tool: Callable[..., Any], schema: dict[str, Any]) -> None:
+        name = tool_name(tool)
+        if name in self.tool_map:
+            raise ToolParseError(f"two tools are named {name!r}; tool names must be unique")
+        self.tools.append(tool)
+        self.tool_map[name] = tool
+        self._tool_is_async[name] = is_async_callable(tool)
+        self.oai_tools.append(schema)
+
+    def add_tool(self, tool: Callable[..., Any]) -> None:
+        """Offer ``tool`` to the model."""
+        self._register(tool, function_to_tool_schema(tool))
+
+    def remove_tool(self, tool: Callable[..., Any]) -> None:
+        name = tool_name(tool)
+        self.tools.remove(self.tool_map.pop(name))
+        self._tool_is_async.pop(name, None)
+        self.oai_tools[:] = [t for t in self.oai_tools if t["function"]["name"] != name]
+
+    @stop
+    async def no_tools_called(self, state: State) -> bool:
+        completion = state["completion"]
+        if not completion:
+            return False
+        last = completion[-1]
+        return bool(last.get("role") == "assistant" and not last.get("tool_calls"))
+
+    async def call_tool(
+        self, tool_name: str, tool_args: dict[str, Any], tool_call_id: str, **kwargs: Any
+    ) -> Message:
+        """Run one tool and return its tool message (errors propagate)."""
+        func = self.tool_map[tool_name]
+        if self._tool_is_async[tool_name]:
+            result = await func(**tool_args)
+        else:
+            result = func(**tool_args)
+            if asyncio.iscoroutine(result):
+                result = await result
+        return {"role": "tool", "content": _tool_content(result), "tool_call_id": tool_call_id}
+
+    async def prepare_tool_args(
+        self, tool_name: str, tool_args: dict[str, Any], messages: Messages, state: State
+    ) -> dict[str, Any]:
+        """Hook: adjust the arguments before a call (``StatefulToolEnv`` injects state)."""
+        return tool_args
+
+    async def _run_call(self, call: dict[str, Any], messages: Messages, state: State) -> Message:
+        call_id = str(call.get("id") or "")
+        fn = call.get("function") or call
+        name = str(fn.get("name") or "")
+        counts: dict[str, int] = state.setdefault("tool_call_counts", {})
+        try:
+            if name not in self.tool_map:
+                raise ToolParseError(
+                    f"unknown tool {name!r}; available tools: {', '.join(self.tool_map) or 'none'}"
+                )
+            raw = fn.get("arguments")
+            try:
+                args = raw if isinstance(raw, dict) else json.loads(raw or "{}")
+            except ValueError as e:
+                raise ToolParseError(f"arguments of {name!r} are not valid JSON: {e}") from e
+            if not isinstance(args, dict):
+                raise ToolParseError(f"arguments of {name!r} must be a JSON object")
+            counts[name] = counts.get(name, 0) + 1
+            args = await self.prepare_tool_args(name, args, messages, state)
+            try:
+                return await self.call_tool(name, args, call_id)
+            except (InfraError, asyncio.CancelledError):
+                raise
+            except TypeError as e:
+                raise ToolCallError(f"{name}: {e}") from e
+        except (InfraError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            cause = e.__cause__ if isinstance(e, ToolCallError) and e.__cause__ else e
+            if isinstance(cause, self.stop_errors) or isinstance(e, self.stop_errors):
+                raise
+            state["tool_errors"] = state.get("tool_errors", 0) + 1
+            text = self.error_formatter(cause if isinstance(cause, Exception) else e)
+            return {"role": "tool", "content": text, "tool_call_id": call_id}
+
+    async def env_response(self, messages: Messages, state: State, **kwargs: Any) -> Messages:
+        calls = messages[-1].get("tool_calls") or []
+        if len(calls) == 1:
+            return [await self._run_call(calls[0], messages, state)]
+        return list(await asyncio.gather(*(self._run_call(c, messages, state) for c in calls)))
+
+    def add_metrics(self, state: State) -> None:
+        counts: dict[str, int] = state.get("tool_call_counts", {})
+        metrics = state["metrics"]
+        metrics["total_tool_calls"] = float(sum(counts.values()))
+        for name in self.tool_map:
+            metrics[f"{name}_calls"] = float(counts.get(name, 0))
+
+
+def _tool_content(result: Any) -> Any:
+    if isinstance(result, str):
+        return result
+    if isinstance(result, list) and all(isinstance(p, dict) and "type" in p for p in result):
+        return result  # content parts (text, image_url)
+    if isinstance(result, dict | list | tuple | int | float | bool) or result is None:
+        try:
+            return json.dumps(result)
+        except (TypeError, ValueError):
+            return str(result)
+    return str(result)

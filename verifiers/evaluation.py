@@ -1,0 +1,411 @@
+"""Evaluate an environment against a model: ``vf.evaluate`` / ``vf.evaluate_async``.
+
+A run drives ``num_examples x rollouts_per_example`` rollouts with at most ``max_concurrent``
+rollouts in flight (concurrency counts rollouts, not groups). Every rollout's record is
+appended to ``results.jsonl`` as it finishes; ``metadata.json`` holds the configuration and the
+summary (counts, averages, standard error, pass@k, usage, timing, versions). Errors are
+recorded per rollout and the run goes on. ``resume=True`` reuses the run directory of the same
+configuration and runs only what is missing or errored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verifiers.clients.base import Client, as_client
+from verifiers.errors import ConfigError
+from verifiers.results import (
+    METADATA_FILE,
+    RESULTS_FILE,
+    ResultsWriter,
+    config_hash,
+    read_records,
+    state_to_record,
+    summarize,
+    write_json_atomic,
+)
+from verifiers.types import SamplingArgs, State
+
+if TYPE_CHECKING:
+    from verifiers.envs.environment import Environment
+
+__all__ = ["EvalResult", "evaluate", "evaluate_async"]
+
+ProgressCallback = Callable[[int, int, dict[str, Any]], None]
+
+
+@dataclass(slots=True)
+class EvalResult:
+    """What a run produced: one record per rollout, the metadata, and the run directory."""
+
+    records: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    path: Path | None = None
+    states: list[State] = field(default_factory=list)
+
+    @property
+    def avg_reward(self) -> float | None:
+        value = self.metadata["summary"]["avg_reward"]
+        return None if value is None else float(value)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        summary: dict[str, Any] = self.metadata["summary"]
+        return summary
+
+    def __getitem__(self, key: str) -> Any:  # classic GenerateOutputs-style access
+        if key == "outputs":
+            return self.records
+        if key == "metadata":
+            return self.metadata
+        raise KeyError(key)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text).strip("_") or "run"
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=2, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    import verifiers
+
+    def ver(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "python": platform.python_version(),
+        "verifiers": verifiers.__version__,
+        "openai": ver("openai"),
+        "datasets": ver("datasets"),
+    }
+
+
+def _find_resumable(base: Path, digest: str) -> Path | None:
+    if not base.is_dir():
+        return None
+    candidates = sorted((p for p in base.iterdir() if p.is_dir()), reverse=True)
+    for run_dir in candidates:
+        meta = run_dir / METADATA_FILE
+        if not meta.is_file():
+            continue
+        try:
+            import orjson
+
+            data = orjson.loads(meta.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if data.get("config_hash") == digest:
+            return run_dir
+    return None
+
+
+async def evaluate_async(
+    env: Environment | str,
+    client: Client | Any = None,
+    model: str = "oracle",
+    *,
+    num_examples: int = -1,
+    rollouts_per_example: int = 1,
+    max_concurrent: int = 32,
+    sampling_args: SamplingArgs | None = None,
+    env_args: dict[str, Any] | None = None,
+    save_results: bool = False,
+    output_dir: str | Path | None = None,
+    results_root: str | Path = "outputs/evals",
+    resume: bool = False,
+    state_columns: Sequence[str] = (),
+    on_progress: ProgressCallback | None = None,
+    endpoint: str | None = None,
+    keep_states: bool = False,
+) -> EvalResult:
+    """Evaluate ``env`` (an Environment or an environment id) with ``model``.
+
+    Args:
+        env: an :class:`Environment`, or an id for :func:`verifiers.load_environment`.
+        client: a :class:`verifiers.Client`, an ``openai.AsyncOpenAI``, a base URL, or an object
+            with ``for_group()`` returning a client per example (replica round-robin). ``None``
+            with ``model="oracle"`` uses the built-in oracle.
+        model: the model name sent to the endpoint (``"oracle"``: the gold-answer model).
+        num_examples: first N rows of the eval dataset (``-1``: all).
+        rollouts_per_example: rollouts per row (pass@k is reported for k = 1..this).
+        max_concurrent: rollouts in flight at once (``-1``: no limit).
+        sampling_args: merged over the environment's defaults.
+        save_results: write ``results.jsonl`` and ``metadata.json``.
+        output_dir: the run directory (default ``results_root/ENV--MODEL/TIMESTAMP-HASH``).
+        resume: continue the newest run with the same configuration (or ``output_dir``):
+            finished rollouts are kept, missing and errored ones run again.
+        state_columns: extra state keys copied into each record.
+        on_progress: called as ``on_progress(done, total, record)`` after each rollout.
+        endpoint: the base URL, recorded in metadata.
+        keep_states: also return the raw states (for trainers and tests).
+    """
+    from verifiers.clients.oracle import OracleClient
+    from verifiers.envs.environment import Environment
+    from verifiers.loading import load_environment
+
+    if isinstance(env, str):
+        env = load_environment(env, **(env_args or {}))
+    elif env_args:
+        raise ConfigError("env_args only apply when env is an environment id")
+    if not isinstance(env, Environment):
+        raise ConfigError(f"env must be an Environment or an id, not {type(env).__name__}")
+    if rollouts_per_example < 1:
+        raise ConfigError(f"rollouts_per_example must be >= 1, got {rollouts_per_example}")
+    if max_concurrent == 0 or max_concurrent < -1:
+        raise ConfigError(f"max_concurrent must be >= 1 or -1 (no limit), got {max_concurrent}")
+    if client is None:
+        if model != "oracle":
+            raise ConfigError(f"no client given for model {model!r}; pass a client or a base URL")
+        client = OracleClient()
+    pool = client if hasattr(client, "for_group") and not isinstance(client, Client) else None
+    base_client = None if pool is not None else as_client(client)
+    if model == "oracle" and base_client is not None and not isinstance(base_client, OracleClient):
+        base_client = OracleClient()
+
+    rows = env.get_rows("eval", num_examples)
+    if not rows:
+        raise ConfigError(f"environment {env.env_id!r} has no rows to evaluate")
+    sampling = {**env.sampling_args, **(sampling_args or {})}
+    n = rollouts_per_example
+    config = {
+        "env_id": env.env_id,
+        "env_args": env.env_args,
+        "model": model,
+        "endpoint": endpoint,
+        "sampling_args": sampling,
+        "num_examples": len(rows),
+        "rollouts_per_example": n,
+    }
+    digest = config_hash(config)
+    run_dir: Path | None = None
+    kept: list[dict[str, Any]] = []
+    if save_results or resume or output_dir is not None:
+        base = Path(results_root) / f"{_slug(env.env_id)}--{_slug(model)}"
+        if output_dir is not None:
+            run_dir = Path(output_dir)
+        elif resume:
+            run_dir = _find_resumable(base, digest)
+        if run_dir is not None and resume:
+            meta_path = run_dir / METADATA_FILE
+            if meta_path.is_file():
+                import orjson
+
+                old = orjson.loads(meta_path.read_bytes())
+                if old.get("config_hash") not in (None, digest):
+                    raise ConfigError(
+                        f"cannot resume {run_dir}: it was run with another configuration "
+                        f"({old.get('config')}); use a new output directory or the same flags"
+                    )
+            kept = _resumable_records(
+                read_records(run_dir / RESULTS_FILE), env.has_group_rewards, n
+            )
+        if run_dir is None:
+            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            run_dir = base / f"{stamp}-{digest[:8]}"
+    done_keys = {(r["example_id"], r["rollout_index"]) for r in kept}
+
+    jobs: list[tuple[dict[str, Any], list[int]]] = []
+    for row in rows:
+        missing = [i for i in range(n) if (row["example_id"], i) not in done_keys]
+        if missing:
+            jobs.append((row, missing))
+    total = len(rows) * n
+    records: list[dict[str, Any]] = list(kept)
+    states: list[State] = []
+    writer = ResultsWriter(run_dir / RESULTS_FILE, keep=kept) if run_dir is not None else None
+    started_at = datetime.now(UTC).isoformat()
+    t0 = time.perf_counter()
+    metadata: dict[str, Any] = {
+        "config_hash": digest,
+        "config": config,
+        "env_id": env.env_id,
+        "env_args": env.env_args,
+        "env_version": getattr(env, "env_version", None),
+        "env_distribution": getattr(env, "env_distribution", None),
+        "model": model,
+        "endpoint": endpoint,
+        "sampling_args": sampling,
+        "num_examples": len(rows),
+        "rollouts_per_example": n,
+        "max_concurrent": max_concurrent,
+        "started_at": started_at,
+        "status": "running",
+        "versions": _versions(),
+        "git_revision": _git_revision(),
+        "resumed_records": len(kept),
+    }
+    if run_dir is not None:
+        write_json_atomic(
+            run_dir / METADATA_FILE,
+            {**metadata, "summary": summarize(records, n, env.pass_threshold)},
+        )
+
+    done = len(kept)
+
+    def finish(state: State) -> None:
+        nonlocal done
+        record = state_to_record(state, state_columns)
+        records.append(record)
+        if keep_states:
+            states.append(state)
+        if writer is not None:
+            writer.write(record)
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total, record)
+
+    def client_for_group() -> Client:
+        if pool is not None:
+            return as_client(pool.for_group())
+        assert base_client is not None
+        return base_client
+
+    limit = max_concurrent if max_concurrent > 0 else max(total, 1)
+    status = "completed"
+    try:
+        if env.has_group_rewards:
+            await _run_groups(env, jobs, client_for_group, model, sampling, limit, finish)
+        else:
+            await _run_rollouts(env, jobs, client_for_group, model, sampling, limit, finish)
+    except BaseException:
+        status = "interrupted"
+        raise
+    finally:
+        if writer is not None:
+            writer.close()
+        metadata["status"] = status
+        metadata["finished_at"] = datetime.now(UTC).isoformat()
+        metadata["wall_time_s"] = round(time.perf_counter() - t0, 3)
+        metadata["summary"] = summarize(records, n, env.pass_threshold)
+        if run_dir is not None:
+            write_json_atomic(run_dir / METADATA_FILE, metadata)
+        if pool is None and base_client is not None and base_client is not client:
+            await base_client.close()
+    records.sort(key=lambda r: (str(r["example_id"]), r["rollout_index"]))
+    return EvalResult(records=records, metadata=metadata, path=run_dir, states=states)
+
+
+def _resumable_records(
+    records: list[dict[str, Any]], by_group: bool, n: int
+) -> list[dict[str, Any]]:
+    """Records worth keeping on resume: finished without error, each key once; with group
+    rewards only complete groups (a group is scored together)."""
+    seen: dict[tuple[Any, int], dict[str, Any]] = {}
+    for r in records:
+        if r.get("error"):
+            continue
+        seen[(r["example_id"], r["rollout_index"])] = r
+    kept = list(seen.values())
+    if by_group:
+        counts: dict[Any, int] = {}
+        for r in kept:
+            counts[r["example_id"]] = counts.get(r["example_id"], 0) + 1
+        kept = [r for r in kept if counts[r["example_id"]] >= n]
+    return kept
+
+
+async def _run_rollouts(
+    env: Environment,
+    jobs: list[tuple[dict[str, Any], list[int]]],
+    client_for_group: Callable[[], Client],
+    model: str,
+    sampling: SamplingArgs,
+    limit: int,
+    finish: Callable[[State], None],
+) -> None:
+    """Independent rollouts: ``limit`` workers pull (row, index) pairs; each record is written
+    as soon as its rollout is scored."""
+    work: list[tuple[dict[str, Any], int, Client]] = []
+    for row, indices in jobs:
+        client = client_for_group()
+        work.extend((row, i, client) for i in indices)
+    it = iter(work)
+
+    async def worker() -> None:
+        for row, index, client in it:
+            state = await env.run_rollout(row, client, model, sampling, rollout_index=index)
+            finish(state)
+
+    await _gather_or_cancel([worker() for _ in range(min(limit, len(work)))])
+
+
+async def _run_groups(
+    env: Environment,
+    jobs: list[tuple[dict[str, Any], list[int]]],
+    client_for_group: Callable[[], Client],
+    model: str,
+    sampling: SamplingArgs,
+    limit: int,
+    finish: Callable[[State], None],
+) -> None:
+    """Groups scored together; at most ``limit`` rollouts in flight across groups."""
+    rollout_sem = asyncio.Semaphore(limit)
+    it = iter(jobs)
+
+    async def worker() -> None:
+        for row, indices in it:
+            states = await env.run_group(
+                row,
+                client_for_group(),
+                model,
+                len(indices),
+                sampling,
+                semaphore=rollout_sem,
+                first_index=0,
+            )
+            for state, index in zip(states, indices, strict=True):
+                state["rollout_index"] = index
+                finish(state)
+
+    size = max(len(idx) for _, idx in jobs) if jobs else 1
+    workers = min(len(jobs), max(1, -(-limit // size)) + 1)
+    await _gather_or_cancel([worker() for _ in range(workers)])
+
+
+async def _gather_or_cancel(coros: list[Any]) -> None:
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def evaluate(
+    env: Environment | str, client: Client | Any = None, model: str = "oracle", **kwargs: Any
+) -> EvalResult:
+    """Blocking :func:`evaluate_async`. Refuses to run inside a running event loop (use
+    ``await evaluate_async(...)`` there)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise ConfigError(
+            "evaluate() cannot run inside a running event loop; use `await vf.evaluate_async(...)`"
+        )
+    return asyncio.run(evaluate_async(env, client, model, **kwargs))

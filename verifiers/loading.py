@@ -1,0 +1,204 @@
+"""Find and load installed environments by id.
+
+An environment package declares an entry point in the ``verifiers.environments`` group::
+
+    [project.entry-points."verifiers.environments"]
+    wordle = "vf_wordle:load_environment"
+
+``load_environment("wordle")``, ``load_environment("owner/wordle")`` and
+``load_environment("owner/wordle@1.2.0")`` find it by entry point first, then by module name
+(``wordle`` / ``vf_wordle``) for classic packages without the entry point.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verifiers.errors import ConfigError, EnvironmentNotFoundError
+
+if TYPE_CHECKING:
+    from verifiers.envs.environment import Environment
+
+__all__ = [
+    "EnvSpec",
+    "InstalledEnvironment",
+    "eval_defaults",
+    "list_environments",
+    "load_environment",
+    "parse_env_id",
+]
+
+ENTRY_POINT_GROUP = "verifiers.environments"
+_ID = re.compile(
+    r"^(?:(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:@(?P<version>[^@\s]+))?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSpec:
+    """A parsed environment id: ``[owner/]name[@version]``."""
+
+    name: str
+    owner: str | None = None
+    version: str | None = None
+
+    def __str__(self) -> str:
+        s = f"{self.owner}/{self.name}" if self.owner else self.name
+        return f"{s}@{self.version}" if self.version else s
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledEnvironment:
+    """An environment found through its entry point."""
+
+    name: str
+    entry_point: str
+    distribution: str | None
+    version: str | None
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_env_id(env_id: str) -> EnvSpec:
+    m = _ID.match(env_id.strip())
+    if not m:
+        raise ConfigError(
+            f"invalid environment id {env_id!r}: expected NAME, OWNER/NAME or OWNER/NAME@VERSION"
+        )
+    return EnvSpec(name=m["name"], owner=m["owner"], version=m["version"])
+
+
+def list_environments() -> dict[str, InstalledEnvironment]:
+    """Installed environments by entry-point name."""
+    found: dict[str, InstalledEnvironment] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        found[ep.name] = InstalledEnvironment(
+            name=ep.name,
+            entry_point=ep.value,
+            distribution=dist.metadata["Name"] if dist is not None else None,
+            version=dist.version if dist is not None else None,
+        )
+    return found
+
+
+def _find_loader(spec: EnvSpec) -> tuple[Callable[..., Any], str | None, str | None]:
+    """(load_environment function, distribution name, version)."""
+    wanted = {_norm(spec.name), _norm(spec.name.removeprefix("vf-").removeprefix("vf_"))}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else None
+        if _norm(ep.name) in wanted or (dist_name and _norm(dist_name) in wanted):
+            return ep.load(), dist_name, dist.version if dist is not None else None
+    for module_name in _module_candidates(spec.name):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name and module_name.startswith(e.name):
+                continue
+            raise
+        loader = getattr(module, "load_environment", None)
+        if callable(loader):
+            return loader, None, None
+    raise EnvironmentNotFoundError(str(spec), _suggest(spec.name))
+
+
+def _module_candidates(name: str) -> list[str]:
+    base = name.replace("-", "_").replace(".", "_")
+    out = [base] if base.isidentifier() and base not in sys.stdlib_module_names else []
+    if not base.startswith("vf_"):
+        out.append(f"vf_{base}")
+    return out
+
+
+def _suggest(name: str) -> list[str]:
+    names = list(list_environments())
+    return difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+
+
+def load_environment(env_id: str, **env_args: Any) -> Environment:
+    """Load an installed environment and build it with ``env_args``.
+
+    Raises :class:`EnvironmentNotFoundError` (with close matches and the install command) for
+    unknown ids and :class:`ConfigError` for arguments its ``load_environment`` does not take
+    or an installed version that differs from the one requested.
+    """
+    spec = parse_env_id(env_id)
+    loader, dist_name, version = _find_loader(spec)
+    if spec.version and version and spec.version != version:
+        raise ConfigError(
+            f"{spec.name} {version} is installed, but {env_id} was requested; "
+            f"install it with `vf env install {spec}`"
+        )
+    _check_args(spec.name, loader, env_args)
+    env = loader(**env_args)
+    from verifiers.envs.environment import Environment
+
+    if not isinstance(env, Environment):
+        raise ConfigError(
+            f"load_environment() of {spec.name!r} returned {type(env).__name__}, not a "
+            "verifiers Environment"
+        )
+    env.env_id = spec.name
+    env.env_args = dict(env_args)
+    env.env_version = version  # type: ignore[attr-defined]
+    env.env_distribution = dist_name  # type: ignore[attr-defined]
+    return env
+
+
+def _check_args(name: str, loader: Callable[..., Any], env_args: dict[str, Any]) -> None:
+    try:
+        params = inspect.signature(loader).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    unknown = [k for k in env_args if k not in params]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, accepted, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigError(
+            f"environment {name!r} does not take argument(s) {', '.join(hints)}; "
+            f"it takes: {', '.join(accepted) or 'no arguments'}"
+        )
+
+
+def eval_defaults(env_id: str) -> dict[str, Any]:
+    """``[tool.verifiers.eval]`` defaults of an environment, when its ``pyproject.toml`` can be
+    found beside the installed module (editable installs and checkouts), else ``{}``."""
+    import tomllib
+
+    spec = parse_env_id(env_id)
+    try:
+        loader, _, _ = _find_loader(spec)
+    except EnvironmentNotFoundError:
+        return {}
+    module = sys.modules.get(getattr(loader, "__module__", ""), None)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return {}
+    here = Path(path).resolve().parent
+    for directory in (here, here.parent, here.parent.parent):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text())
+            except (OSError, tomllib.TOMLDecodeError):
+                return {}
+            section = data.get("tool", {}).get("verifiers", {}).get("eval", {})
+            return dict(section) if isinstance(section, dict) else {}
+    return {}

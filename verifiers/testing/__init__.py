@@ -1,0 +1,31 @@
+"""Public test doubles for environment authors and the project's own tests.
+
+- :class:`ScriptedClient`: an in-process model that replies from a script.
+- :class:`OpenAITestServer`: a real OpenAI-compatible HTTP server on port 0 (scripted replies,
+  tool calls, latency, injected faults, token ids and logprobs).
+- :func:`check_environment`: a conformance check any environment can run.
+- :func:`run_sandbox_conformance`: the suite every sandbox backend passes.
+
+Names load lazily: importing this package starts nothing.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "ScriptedClient": "verifiers.testing.scripted",
+    "OpenAITestServer": "verifiers.testing.server",
+    "check_environment": "verifiers.testing.check",
+    "CheckReport": "verifiers.testing.check",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'verifiers.testing' has no attribute {name!r}")
+    return getattr(import_module(module), name)
