@@ -1,0 +1,192 @@
+"""The OpenAI-compatible test server, driven by the official ``openai`` client and raw HTTP."""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+
+import openai
+import pytest
+
+from verifiers.testing.server import (
+    END,
+    TOKEN_OFFSET,
+    OpenAITestServer,
+    ServerProcess,
+    build_chat_completion,
+    toy_chat_template,
+    toy_detokenize,
+    toy_render_assistant,
+    toy_tokenize,
+)
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_toy_tokenizer_round_trips() -> None:
+    text = "héllo <|end|> 世界"
+    ids = toy_tokenize(text)
+    assert len(ids) == len(text.encode())
+    assert min(ids) >= TOKEN_OFFSET
+    assert toy_detokenize(ids) == text
+
+
+def test_toy_template_shape() -> None:
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+    ]
+    assert toy_chat_template(messages) == f"<|system|>be brief{END}<|user|>hi{END}<|assistant|>"
+    assert toy_chat_template(messages, add_generation_prompt=False).endswith(END)
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    assert toy_chat_template(messages, tools).startswith('<|tools|>[{"function"')
+
+
+def test_next_turn_prompt_extends_previous_sequence() -> None:
+    """prompt_ids(turn 2) == prompt_ids(turn 1) + completion_ids(turn 1) + new messages."""
+    req1 = {"messages": USER, "return_token_ids": True}
+    reply = {
+        "content": "let me look",
+        "reasoning_content": "think",
+        "tool_calls": [{"name": "f", "arguments": {"x": 1}}],
+    }
+    out1 = build_chat_completion(req1, reply)
+    assistant = out1["choices"][0]["message"]
+    history = [*USER, assistant, {"role": "tool", "tool_call_id": "c", "content": "2"}]
+    out2 = build_chat_completion({"messages": history, "return_token_ids": True}, "done")
+    first = out1["prompt_token_ids"] + out1["choices"][0]["token_ids"]
+    assert out2["prompt_token_ids"][: len(first)] == first
+    assert toy_detokenize(out1["choices"][0]["token_ids"]) == toy_render_assistant(assistant) + END
+
+
+async def test_openai_client_chat_tools_and_models() -> None:
+    reply = {"content": "", "tool_calls": [{"name": "lookup", "arguments": '{"q": "x"}'}]}
+    async with OpenAITestServer(replies=[reply, "plain", "echo"], model="m1") as srv:
+        assert srv.base_url.startswith("http://127.0.0.1:") and srv.port > 0
+        oc = openai.AsyncOpenAI(base_url=srv.base_url, api_key="k", max_retries=0)
+        r = await oc.chat.completions.create(model="m1", messages=USER)  # type: ignore[arg-type]
+        tc = r.choices[0].message.tool_calls
+        assert tc is not None and tc[0].function.name == "lookup"  # type: ignore[union-attr]
+        assert tc[0].function.arguments == '{"q": "x"}'  # type: ignore[union-attr]
+        assert r.choices[0].finish_reason == "tool_calls"
+        r2 = await oc.chat.completions.create(model="m1", messages=USER)  # type: ignore[arg-type]
+        assert r2.choices[0].message.content == "plain"
+        assert r2.usage is not None and r2.usage.total_tokens > 0
+        models = await oc.models.list()
+        assert [m.id for m in models.data] == ["m1"]
+        c = await oc.completions.create(model="m1", prompt="abc", max_tokens=2)
+        assert c.choices[0].text == "ec" and c.choices[0].finish_reason == "length"
+        await oc.close()
+
+
+def test_script_exhausted_and_broken_responder_are_reported() -> None:
+    with OpenAITestServer(replies=["only"]) as srv:
+        body = json.dumps({"model": "m", "messages": USER}).encode()
+        assert _post(srv.base_url + "/chat/completions", body)[0] == 200
+        status, data = _post(srv.base_url + "/chat/completions", body)
+    assert status == 500 and "script exhausted" in data["error"]["message"]
+
+    def broken(req: dict[str, Any]) -> str:
+        raise KeyError("answer")
+
+    with OpenAITestServer(responder=broken) as srv:
+        status, data = _post(srv.base_url + "/chat/completions", body)
+    assert status == 500 and "KeyError" in data["error"]["message"]
+
+
+def test_bad_requests_get_400() -> None:
+    with OpenAITestServer() as srv:
+        url = srv.base_url + "/chat/completions"
+        assert _post(url, b"{not json")[0] == 400
+        status, data = _post(url, b'{"model": "m"}')
+        assert status == 400 and "messages" in data["error"]["message"]
+        assert _post(url, json.dumps({"messages": USER, "stream": True}).encode())[0] == 400
+        assert srv.stats.bad_requests == 3 and srv.stats.responses == 0
+
+
+async def test_async_responder_and_latency_function() -> None:
+    seen: list[float] = []
+
+    async def responder(req: dict[str, Any]) -> str:
+        return req["messages"][-1]["content"].upper()
+
+    def latency(req: dict[str, Any]) -> float:
+        seen.append(0.0)
+        return 0.0
+
+    async with OpenAITestServer(responder=responder, latency=latency) as srv:
+        oc = openai.AsyncOpenAI(base_url=srv.base_url, api_key="k")
+        r = await oc.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
+        await oc.close()
+    assert r.choices[0].message.content == "HI"
+    assert seen == [0.0]
+
+
+def test_faults_are_deterministic_for_a_seed() -> None:
+    def draw(seed: int) -> list[str | None]:
+        srv = OpenAITestServer(fault_rate=0.5, seed=seed)
+        return [srv._next_fault(i) for i in range(50)]
+
+    assert draw(1) == draw(1)
+    assert draw(1) != draw(2)
+    assert {f for f in draw(1) if f} <= {"500", "429", "drop", "malformed", "hang"}
+    with pytest.raises(ValueError, match="unknown fault kinds"):
+        OpenAITestServer(fault_kinds=["boom"])
+
+
+def test_thread_mode_with_sync_openai_client() -> None:
+    with OpenAITestServer(responder=lambda req: "threaded") as srv:
+        oc = openai.OpenAI(base_url=srv.base_url, api_key="k")
+        r = oc.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
+        oc.close()
+        assert r.choices[0].message.content == "threaded"
+        assert srv.stats.responses == 1
+
+
+def test_subprocess_mode_prints_url_and_injects_faults() -> None:
+    with ServerProcess(
+        responder="verifiers.testing.server:default_responder",
+        fault_rate=1.0,
+        fault_kinds=["500"],
+    ) as proc:
+        status, data = _post(
+            proc.base_url + "/chat/completions",
+            json.dumps({"model": "m", "messages": USER}).encode(),
+        )
+        assert status == 500
+        assert proc.stats() == {
+            "requests": 1,
+            "responses": 0,
+            "bad_requests": 0,
+            "faults": {"500": 1},
+        }
+    assert proc.process is not None and proc.process.returncode is not None
+
+
+def test_subprocess_mode_reports_a_bad_responder() -> None:
+    with pytest.raises(RuntimeError, match="cannot import"), ServerProcess(responder="nope_x:f"):
+        pass
+
+
+def test_module_help_runs() -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "verifiers.testing.server", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--fault-rate" in out.stdout

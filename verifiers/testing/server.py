@@ -1,0 +1,710 @@
+"""An OpenAI-compatible HTTP server for tests and benchmarks.
+
+It serves ``POST /v1/chat/completions``, ``POST /v1/completions`` and ``GET /v1/models`` on
+127.0.0.1 (port 0 by default: the OS picks a free port), answers from a responder function or a
+script of replies, and can add latency and inject faults (HTTP 500, 429 with ``Retry-After``,
+dropped connections, malformed JSON, hangs). Three ways to run it::
+
+    async with OpenAITestServer(responder=answer) as srv:      # in the running event loop
+        client = NativeClient(srv.base_url)
+
+    with OpenAITestServer(replies=["4", "5"]) as srv:          # in a background thread
+        ...
+
+    with ServerProcess(responder="my_module:answer", fault_rate=0.2) as srv:  # own process
+        ...   # python -m verifiers.testing.server --port 0 --responder my_module:answer
+
+A responder gets the decoded request body and returns a reply: a string (the assistant's
+content), ``None`` (an empty message), or a dict with any of ``content``, ``tool_calls``
+(``[{"name": ..., "arguments": dict or JSON string}]``), ``reasoning_content`` and
+``finish_reason``. It may be ``async``.
+
+Token ids. The server has a toy byte-level tokenizer (:func:`toy_tokenize`: token id = UTF-8
+byte + :data:`TOKEN_OFFSET`) and chat template (:func:`toy_chat_template`), public so that
+trainer tests can reproduce the ids. With ``"return_token_ids": true`` (the vLLM extension) the
+answer carries ``prompt_token_ids`` (top level for chat, in the choice for completions) and
+``choices[0].token_ids``; with ``"logprobs": true`` (chat) or a number (completions) each
+completion token gets the deterministic logprob :func:`toy_logprob`. A chat completion's ids are
+those of ``toy_render_assistant(message) + END``, so that the next turn's prompt ids extend
+``prompt_ids + completion_ids`` exactly (unless the reply was cut at ``max_tokens``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+__all__ = [
+    "END",
+    "FAULT_KINDS",
+    "TOKEN_OFFSET",
+    "OpenAITestServer",
+    "Reply",
+    "ServerProcess",
+    "ServerStats",
+    "build_chat_completion",
+    "build_completion",
+    "default_responder",
+    "toy_chat_template",
+    "toy_detokenize",
+    "toy_logprob",
+    "toy_render_assistant",
+    "toy_tokenize",
+]
+
+Reply = str | dict[str, Any] | None
+Responder = Callable[[dict[str, Any]], Reply | Awaitable[Reply]]
+
+TOKEN_OFFSET = 3
+"""Token id of byte ``b`` is ``b + TOKEN_OFFSET`` (ids 0-2 are reserved, as in ByT5)."""
+END = "<|end|>\n"
+"""Closes every message in the toy chat template, and ends every chat completion."""
+FAULT_KINDS = ("500", "429", "drop", "malformed", "hang")
+
+
+# --------------------------------------------------------------------------------------------
+# toy tokenizer and chat template
+
+
+def toy_tokenize(text: str) -> list[int]:
+    """Byte-level token ids: one id per UTF-8 byte, ``byte + TOKEN_OFFSET``."""
+    return [b + TOKEN_OFFSET for b in text.encode("utf-8")]
+
+
+def toy_detokenize(ids: Sequence[int]) -> str:
+    """The text of byte-level ids (an incomplete UTF-8 sequence at the end is dropped)."""
+    return bytes(i - TOKEN_OFFSET for i in ids if i >= TOKEN_OFFSET).decode("utf-8", "ignore")
+
+
+def toy_logprob(token_id: int, position: int) -> float:
+    """The deterministic logprob the server reports for ``token_id`` at completion ``position``:
+    a value in [-0.97, -0.01]."""
+    return -(((token_id * 31 + position * 17) % 97) + 1) / 100.0
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def toy_render_assistant(message: dict[str, Any]) -> str:
+    """An assistant message as the toy model "generates" it (without the closing :data:`END`):
+    ``<think>reasoning</think>`` when there is reasoning, the content, then one
+    ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` per tool call, with the arguments
+    string exactly as sent."""
+    parts = []
+    reasoning = message.get("reasoning_content")
+    if reasoning:
+        parts.append(f"<think>{reasoning}</think>")
+    parts.append(_text(message.get("content")))
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function", {})
+        args = fn.get("arguments", "{}")
+        if not isinstance(args, str):
+            args = json.dumps(args)
+        parts.append(f'<tool_call>{{"name": {json.dumps(fn.get("name"))}, "arguments": {args}}}')
+        parts.append("</tool_call>")
+    return "".join(parts)
+
+
+def toy_chat_template(
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None = None,
+    add_generation_prompt: bool = True,
+) -> str:
+    """Render a conversation: ``<|tools|>{json}`` + END when there are tools, then
+    ``<|role|>body`` + END per message (assistant bodies via :func:`toy_render_assistant`),
+    then ``<|assistant|>`` when ``add_generation_prompt``."""
+    parts = []
+    if tools:
+        parts.append(f"<|tools|>{json.dumps(list(tools), sort_keys=True)}{END}")
+    for m in messages:
+        role = m.get("role", "user")
+        body = toy_render_assistant(m) if role == "assistant" else _text(m.get("content"))
+        parts.append(f"<|{role}|>{body}{END}")
+    if add_generation_prompt:
+        parts.append("<|assistant|>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# replies -> response bodies
+
+
+def default_responder(request: dict[str, Any]) -> Reply:
+    """Deterministic: ``"echo: "`` + the last user message (chat) or the prompt (completions)."""
+    if "messages" in request:
+        for m in reversed(request["messages"]):
+            if m.get("role") == "user":
+                return "echo: " + _text(m.get("content"))
+        return "echo: "
+    return "echo: " + _text(request.get("prompt"))
+
+
+def _normalize_reply(reply: Reply, call_index: int) -> dict[str, Any]:
+    """``{"content", "tool_calls" (OpenAI shape), "reasoning_content", "finish_reason"}``."""
+    if reply is None or isinstance(reply, str):
+        return {"content": reply, "tool_calls": [], "reasoning_content": None}
+    if not isinstance(reply, dict):
+        raise TypeError(f"a reply must be a str, a dict or None, not {type(reply).__name__}")
+    unknown = set(reply) - {"content", "tool_calls", "reasoning_content", "finish_reason"}
+    if unknown:
+        raise TypeError(
+            f"unknown reply keys {sorted(unknown)}: use content, tool_calls, reasoning_content, "
+            "finish_reason"
+        )
+    calls = []
+    for i, tc in enumerate(reply.get("tool_calls") or ()):
+        if "function" in tc:  # already in OpenAI shape
+            name, args, call_id = tc["function"]["name"], tc["function"]["arguments"], tc.get("id")
+        else:
+            name, args, call_id = tc["name"], tc.get("arguments", {}), tc.get("id")
+        calls.append(
+            {
+                "id": call_id or f"call_{call_index}_{i}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+        )
+    return {
+        "content": reply.get("content"),
+        "tool_calls": calls,
+        "reasoning_content": reply.get("reasoning_content"),
+        "finish_reason": reply.get("finish_reason"),
+    }
+
+
+def _max_tokens(request: dict[str, Any]) -> int | None:
+    value = request.get("max_completion_tokens", request.get("max_tokens"))
+    return int(value) if value is not None else None
+
+
+def build_chat_completion(
+    request: dict[str, Any], reply: Reply, call_index: int = 0
+) -> dict[str, Any]:
+    """The ``/v1/chat/completions`` response body for ``reply`` to ``request``."""
+    r = _normalize_reply(reply, call_index)
+    message: dict[str, Any] = {"role": "assistant", "content": r["content"]}
+    if r["tool_calls"]:
+        message["tool_calls"] = r["tool_calls"]
+    if r["reasoning_content"]:
+        message["reasoning_content"] = r["reasoning_content"]
+    finish = r.get("finish_reason") or ("tool_calls" if r["tool_calls"] else "stop")
+    prompt_ids = toy_tokenize(toy_chat_template(request.get("messages", []), request.get("tools")))
+    completion_ids = toy_tokenize(toy_render_assistant(message) + END)
+    limit = _max_tokens(request)
+    if limit is not None and len(completion_ids) > limit:
+        completion_ids = completion_ids[:limit]
+        message = {"role": "assistant", "content": toy_detokenize(completion_ids)}
+        finish = "length"
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+    if request.get("logprobs"):
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": toy_detokenize([t]),
+                    "logprob": toy_logprob(t, i),
+                    "bytes": [t - TOKEN_OFFSET],
+                    "top_logprobs": [],
+                }
+                for i, t in enumerate(completion_ids)
+            ]
+        }
+    else:
+        choice["logprobs"] = None
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-toy-{call_index}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "toy"),
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": len(completion_ids),
+            "total_tokens": len(prompt_ids) + len(completion_ids),
+        },
+    }
+    if request.get("return_token_ids"):
+        body["prompt_token_ids"] = prompt_ids
+        choice["token_ids"] = completion_ids
+    return body
+
+
+def build_completion(request: dict[str, Any], reply: Reply, call_index: int = 0) -> dict[str, Any]:
+    """The ``/v1/completions`` response body: the reply's content as ``text``."""
+    r = _normalize_reply(reply, call_index)
+    text = r["content"] or ""
+    finish = r.get("finish_reason") or "stop"
+    prompt = request.get("prompt", "")
+    prompt_ids = toy_tokenize(prompt if isinstance(prompt, str) else _text(prompt))
+    completion_ids = toy_tokenize(text)
+    limit = _max_tokens(request)
+    if limit is not None and len(completion_ids) > limit:
+        completion_ids = completion_ids[:limit]
+        text = toy_detokenize(completion_ids)
+        finish = "length"
+    choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish, "logprobs": None}
+    if request.get("logprobs") is not None and request.get("logprobs") is not False:
+        start = len(prompt) if isinstance(prompt, str) else 0
+        choice["logprobs"] = {
+            "tokens": [toy_detokenize([t]) for t in completion_ids],
+            "token_logprobs": [toy_logprob(t, i) for i, t in enumerate(completion_ids)],
+            "top_logprobs": None,
+            "text_offset": [start + i for i in range(len(completion_ids))],
+        }
+    if request.get("return_token_ids"):
+        choice["prompt_token_ids"] = prompt_ids
+        choice["token_ids"] = completion_ids
+    return {
+        "id": f"cmpl-toy-{call_index}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": request.get("model", "toy"),
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": len(completion_ids),
+            "total_tokens": len(prompt_ids) + len(completion_ids),
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# the server
+
+
+@dataclass
+class ServerStats:
+    """What the server saw: ``requests`` (every POST to a completions route), ``responses``
+    (answered 200), ``faults`` by kind, ``bad_requests`` (answered 4xx)."""
+
+    requests: int = 0
+    responses: int = 0
+    bad_requests: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "responses": self.responses,
+            "bad_requests": self.bad_requests,
+            "faults": dict(self.faults),
+        }
+
+
+class _ScriptExhausted(Exception):
+    pass
+
+
+def _error(status: int, message: str, type_: str = "invalid_request_error") -> web.Response:
+    from aiohttp import web
+
+    body = orjson.dumps({"error": {"message": message, "type": type_, "code": status}})
+    return web.Response(status=status, body=body, content_type="application/json")
+
+
+class OpenAITestServer:
+    """An OpenAI-compatible server on ``host:port`` (port 0 = any free port).
+
+    Args:
+        responder: ``responder(request_json) -> reply`` (sync or async); default
+            :func:`default_responder`. Not together with ``replies``.
+        replies: replies served in order, one per request; when they run out the server
+            answers 500 ``"script exhausted"``.
+        latency: seconds added to every request, or ``latency(request_json) -> seconds``.
+        fault_rate: the probability that a request gets a fault, drawn from ``random.Random(seed)``
+            in arrival order.
+        fault_kinds: which faults to draw from (:data:`FAULT_KINDS`): ``"500"``; ``"429"`` with
+            ``Retry-After: retry_after``; ``"drop"`` (the connection is closed without an answer);
+            ``"malformed"`` (200 with a truncated JSON body); ``"hang"`` (no answer for
+            ``hang_seconds``, or until the server stops).
+        fault_sequence: faults for the first requests, in order (``None`` = no fault), before
+            ``fault_rate`` applies.
+        max_model_len: prompts with at least this many toy tokens get a vLLM-style 400
+            "maximum context length" error.
+        model: the id listed by ``GET /v1/models``.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        replies: Sequence[Reply] | None = None,
+        latency: float | Callable[[dict[str, Any]], float] = 0.0,
+        fault_rate: float = 0.0,
+        fault_kinds: Sequence[str] = FAULT_KINDS,
+        fault_sequence: Sequence[str | None] = (),
+        seed: int = 0,
+        retry_after: float = 0.0,
+        hang_seconds: float = 3600.0,
+        max_model_len: int | None = None,
+        model: str = "toy-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if responder is not None and replies is not None:
+            raise ValueError("give either responder or replies, not both")
+        bad = [k for k in [*fault_kinds, *(f for f in fault_sequence if f)] if k not in FAULT_KINDS]
+        if bad:
+            raise ValueError(f"unknown fault kinds {bad}; choose from {list(FAULT_KINDS)}")
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError(f"fault_rate must be between 0 and 1, got {fault_rate}")
+        self.responder: Responder = responder or default_responder
+        self._replies = list(replies) if replies is not None else None
+        self.latency = latency
+        self.fault_rate = fault_rate
+        self.fault_kinds = tuple(fault_kinds)
+        self.fault_sequence = list(fault_sequence)
+        self.retry_after = retry_after
+        self.hang_seconds = hang_seconds
+        self.max_model_len = max_model_len
+        self.model = model
+        self.host = host
+        self.port = port
+        self.stats = ServerStats()
+        self.requests: list[dict[str, Any]] = []
+        """Every decoded completions request, in arrival order."""
+        self.last_headers: dict[str, str] = {}
+        """The HTTP headers of the latest completions request."""
+        self._rng = random.Random(seed)
+        self._count = 0
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` (valid once started)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> OpenAITestServer:
+        from aiohttp import web
+
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/_test/stats", self._stats)
+        self._stopping = asyncio.Event()
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, backlog=1024, reuse_address=True)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        self._runner = runner
+        return self
+
+    async def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> OpenAITestServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def __enter__(self) -> OpenAITestServer:
+        """Run the server in a background thread with its own event loop."""
+        started: Future[None] = Future()
+        loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as e:
+                started.set_exception(e)
+                loop.close()
+                return
+            started.set_result(None)
+            loop.run_forever()
+            loop.run_until_complete(self.stop())
+            loop.close()
+
+        self._thread_loop = loop
+        self._thread = threading.Thread(target=run, name="OpenAITestServer", daemon=True)
+        self._thread.start()
+        started.result(timeout=30)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        loop, thread = self._thread_loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._stopping is not None:
+            loop.call_soon_threadsafe(self._stopping.set)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+        self._thread = self._thread_loop = None
+
+    # -- handlers --------------------------------------------------------------------------
+
+    def _next_fault(self, index: int) -> str | None:
+        if index < len(self.fault_sequence):
+            return self.fault_sequence[index]
+        if self.fault_rate and self._rng.random() < self.fault_rate:
+            return self._rng.choice(self.fault_kinds)
+        return None
+
+    async def _reply_for(self, request: dict[str, Any]) -> Reply:
+        if self._replies is not None:
+            if not self._replies:
+                raise _ScriptExhausted("script exhausted: the server has no replies left")
+            return self._replies.pop(0)
+        reply = self.responder(request)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return reply
+
+    async def _handle(
+        self,
+        request: web.Request,
+        build: Callable[[dict[str, Any], Reply, int], dict[str, Any]],
+        required: str,
+    ) -> web.StreamResponse:
+        from aiohttp import web
+
+        index = self._count
+        self._count += 1
+        self.stats.requests += 1
+        fault = self._next_fault(index)
+        raw = await request.read()
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            self.stats.bad_requests += 1
+            return _error(400, "the request body is not valid JSON")
+        if not isinstance(body, dict) or required not in body:
+            self.stats.bad_requests += 1
+            return _error(400, f"the request body must be a JSON object with {required!r}")
+        if body.get("stream"):
+            self.stats.bad_requests += 1
+            return _error(400, "this test server does not stream; drop 'stream'")
+        self.requests.append(body)
+        self.last_headers = dict(request.headers)
+        latency = self.latency(body) if callable(self.latency) else self.latency
+        if latency > 0:
+            await asyncio.sleep(latency)
+        if fault is not None:
+            self.stats.faults[fault] += 1
+            if fault == "500":
+                return _error(500, "injected server error", "server_error")
+            if fault == "429":
+                resp = _error(429, "injected rate limit", "rate_limit_error")
+                resp.headers["Retry-After"] = f"{self.retry_after:g}"
+                return resp
+            if fault == "malformed":
+                return web.Response(
+                    status=200,
+                    body=b'{"id": "x", "choices": [{"mess',
+                    content_type="application/json",
+                )
+            if fault == "drop":
+                if request.transport is not None:
+                    request.transport.abort()
+                raise asyncio.CancelledError()  # nothing more to send: the peer is gone
+            assert self._stopping is not None
+            try:  # hang
+                await asyncio.wait_for(self._stopping.wait(), self.hang_seconds)
+            except TimeoutError:
+                pass
+            return _error(503, "the server hung and is now stopping", "server_error")
+        if self.max_model_len is not None and required == "messages":
+            n = len(toy_tokenize(toy_chat_template(body["messages"], body.get("tools"))))
+            if n >= self.max_model_len:
+                self.stats.bad_requests += 1
+                return _error(
+                    400,
+                    f"This model's maximum context length is {self.max_model_len} tokens. "
+                    f"However, your request has {n} input tokens. Please reduce the length of "
+                    "the messages.",
+                )
+        try:
+            reply = await self._reply_for(body)
+            payload = build(body, reply, index)
+        except _ScriptExhausted as e:
+            return _error(500, str(e), "server_error")
+        except Exception as e:  # a broken responder: tell the test, never a bare 500
+            return _error(500, f"the responder raised {type(e).__name__}: {e}", "server_error")
+        self.stats.responses += 1
+        return web.Response(body=orjson.dumps(payload), content_type="application/json")
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, build_chat_completion, "messages")
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, build_completion, "prompt")
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        data = {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "vf"}]}
+        return web.json_response(data)
+
+    async def _stats(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        return web.json_response(self.stats.as_dict())
+
+
+# --------------------------------------------------------------------------------------------
+# the server in its own process
+
+
+def _load_responder(spec: str) -> Responder:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise SystemExit(f"--responder must look like module:function, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SystemExit(f"--responder: cannot import {module_name!r}: {e}") from None
+    func = getattr(module, attr, None)
+    if not callable(func):
+        raise SystemExit(f"--responder: {module_name!r} has no function {attr!r}")
+    return func  # type: ignore[no-any-return]
+
+
+class ServerProcess:
+    """``python -m verifiers.testing.server`` in a child process, as a context manager.
+
+    Keyword arguments become command-line flags (``fault_rate=0.2`` -> ``--fault-rate 0.2``;
+    ``responder`` is a ``"module:function"`` string). ``base_url`` is read from the child's first
+    stdout line; :meth:`stats` fetches the child's counters.
+    """
+
+    def __init__(self, *, python: str | None = None, **options: Any) -> None:
+        self.args = [python or sys.executable, "-m", "verifiers.testing.server"]
+        for key, value in options.items():
+            if value is None:
+                continue
+            if isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            self.args += [f"--{key.replace('_', '-')}", str(value)]
+        self.base_url = ""
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> ServerProcess:
+        self.process = subprocess.Popen(
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("http"):
+            self.process.kill()
+            _, err = self.process.communicate(timeout=10)
+            raise RuntimeError(f"the test server did not start: {line!r} {err.strip()}")
+        self.base_url = line
+        return self
+
+    def stats(self) -> dict[str, Any]:
+        url = self.base_url.rsplit("/v1", 1)[0] + "/_test/stats"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            data: dict[str, Any] = json.loads(resp.read())
+        return data
+
+    def __exit__(self, *exc: object) -> None:
+        proc = self.process
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+async def _serve_forever(server: OpenAITestServer) -> None:
+    await server.start()
+    print(server.base_url, flush=True)
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, done.set)
+    await done.wait()
+    await server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m verifiers.testing.server",
+        description="OpenAI-compatible test server; prints its base URL on the first line.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--responder", help="module:function answering each request")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--fault-kinds", default=",".join(FAULT_KINDS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--retry-after", type=float, default=0.0, help="seconds, for 429s")
+    parser.add_argument("--hang-seconds", type=float, default=3600.0)
+    parser.add_argument("--max-model-len", type=int, default=None)
+    parser.add_argument("--model", default="toy-model")
+    ns = parser.parse_args(argv)
+    try:
+        server = OpenAITestServer(
+            _load_responder(ns.responder) if ns.responder else None,
+            latency=ns.latency_ms / 1000.0,
+            fault_rate=ns.fault_rate,
+            fault_kinds=[k for k in ns.fault_kinds.split(",") if k],
+            seed=ns.seed,
+            retry_after=ns.retry_after,
+            hang_seconds=ns.hang_seconds,
+            max_model_len=ns.max_model_len,
+            model=ns.model,
+            host=ns.host,
+            port=ns.port,
+        )
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    asyncio.run(_serve_forever(server))
+
+
+if __name__ == "__main__":
+    main()
