@@ -1,0 +1,519 @@
+"""Rubrics: weighted reward functions that score rollouts.
+
+A reward function is a plain sync or async callable (function, ``functools.partial``, bound
+method, callable object). It receives only the arguments it names, from:
+
+- ``prompt``, ``completion``, ``answer``, ``info``, ``task``, ``example_id``, ``state``,
+  ``parser``, and the objects added with :meth:`Rubric.add_class_object`;
+- any other name is read from the rollout state (extra dataset columns), and is an error when
+  missing and the parameter has no default;
+- a ``**kwargs`` parameter receives all of the above.
+
+Group reward functions (``@vf.group_reward``, ``Rubric(group_funcs=...)``, or the classic
+plural-argument form) receive ``prompts``, ``completions``, ``answers``, ``infos``, ``tasks``,
+``example_ids``, ``states`` (plus ``parser`` and class objects) for the N rollouts of one
+example and return one number per rollout.
+
+Scoring sets ``state["reward"]`` (the weighted sum, or ``None`` when a weighted function
+raised), updates ``state["metrics"]`` with every function's value under its name (weight-0
+functions are metrics; a failed function's value is ``None``) and sets
+``state["reward_errors"]`` (``{"func", "type", "message", "traceback"}`` per failure).
+With ``score_on_error=True`` a failed function counts 0.0 instead; its error is still recorded.
+
+Signatures are resolved once, when the scoring plan is built (it is rebuilt only after the rubric
+changes), so that scoring a rollout does no introspection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from verifiers.decorators import discover, is_group_reward
+from verifiers.errors import ConfigError
+from verifiers.parsers.parser import Parser
+from verifiers.types import State
+
+__all__ = ["Rubric", "func_name"]
+
+# reward function argument -> (state key, default when the state lacks it)
+_STATE_ARGS: dict[str, tuple[str, Any]] = {
+    "prompt": ("prompt", None),
+    "completion": ("completion", None),
+    "answer": ("answer", ""),
+    "info": ("info", None),
+    "task": ("task", "default"),
+    "example_id": ("example_id", None),
+}
+# group reward function argument -> state key
+_GROUP_ARGS: dict[str, str] = {
+    "prompts": "prompt",
+    "completions": "completion",
+    "answers": "answer",
+    "infos": "info",
+    "tasks": "task",
+    "example_ids": "example_id",
+}
+_MISSING = object()
+
+
+def func_name(func: Callable[..., Any]) -> str:
+    """The name a reward function is reported under: ``__name__``, the wrapped function's for a
+    ``functools.partial``, the class name for a callable object."""
+    name = getattr(func, "__name__", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(func, functools.partial):
+        return func_name(func.func)
+    return type(func).__name__
+
+
+def _describe(func: Callable[..., Any]) -> str:
+    inner = func
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    module = getattr(inner, "__module__", None) or type(inner).__module__
+    qualname = getattr(inner, "__qualname__", None) or type(inner).__qualname__
+    return f"{module}.{qualname}"
+
+
+def _duplicate(name: str, first: Callable[..., Any], second: Callable[..., Any]) -> ConfigError:
+    return ConfigError(
+        f"two reward functions named {name!r}: {_describe(first)} and {_describe(second)}; "
+        "metrics are reported by name, so rename one"
+    )
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    while isinstance(func, functools.partial):
+        func = func.func
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(type(func), "__call__", None)  # noqa: B004 - the class's __call__
+    return call is not None and not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One reward function with everything needed to call it without introspection."""
+
+    name: str
+    func: Callable[..., Any]
+    weight: float
+    group: bool
+    is_async: bool
+    const: dict[str, Any]  # class objects it receives
+    from_state: tuple[tuple[str, str, Any], ...]  # (argument, state key, default or _MISSING)
+    wants_state: str | None  # "state"/"states" when it receives the state(s) themselves
+    required: frozenset[str]
+    score_on_error: bool
+
+    def kwargs(self, state: State) -> dict[str, Any]:
+        kw = dict(self.const)
+        for arg, key, default in self.from_state:
+            value = state.get(key, default)
+            if value is _MISSING:
+                if arg in self.required:
+                    raise ConfigError(
+                        f"reward function {self.name!r} needs argument {arg!r}, which is not "
+                        "one of prompt, completion, answer, info, task, example_id, state, "
+                        "parser, a class object or a key of the rollout state"
+                    )
+                continue
+            kw[arg] = {} if arg == "info" and value is None else value
+        if self.wants_state:
+            kw[self.wants_state] = state
+        return kw
+
+    def group_kwargs(self, states: Sequence[State]) -> dict[str, Any]:
+        kw = dict(self.const)
+        for arg, key, default in self.from_state:
+            kw[arg] = [s.get(key, default) for s in states]
+        if self.wants_state:
+            kw[self.wants_state] = list(states)
+        return kw
+
+
+def _build_entry(
+    func: Callable[..., Any],
+    weight: float,
+    group: bool,
+    objects: dict[str, Any],
+    score_on_error: bool,
+) -> _Entry:
+    name = func_name(func)
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"cannot read the signature of reward function {name!r}: {exc}") from exc
+    var_kw = False
+    named: list[str] = []
+    required: set[str] = set()
+    for p in params.values():
+        if p.kind is p.VAR_KEYWORD:
+            var_kw = True
+        elif p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
+            raise ConfigError(
+                f"reward function {name!r} has a positional-only parameter {p.name!r}; reward "
+                "functions receive keyword arguments"
+            )
+        elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            named.append(p.name)
+            if p.default is p.empty:
+                required.add(p.name)
+    state_args = _GROUP_ARGS if group else {k: v[0] for k, v in _STATE_ARGS.items()}
+    state_name = "states" if group else "state"
+    if var_kw:
+        named = [*named, *[n for n in (*state_args, state_name, *objects) if n not in named]]
+    const: dict[str, Any] = {}
+    from_state: list[tuple[str, str, Any]] = []
+    wants_state: str | None = None
+    for arg in named:
+        if arg == state_name:
+            wants_state = arg
+        elif arg in objects:
+            const[arg] = objects[arg]
+        elif arg in state_args:
+            key = state_args[arg]
+            default = _STATE_ARGS[key][1]
+            from_state.append((arg, key, default))
+        elif group:
+            if arg in required:
+                raise ConfigError(
+                    f"group reward function {name!r} needs argument {arg!r}; group functions "
+                    f"receive {', '.join([*_GROUP_ARGS, 'states'])}, parser and class objects"
+                )
+        else:
+            from_state.append((arg, arg, _MISSING))
+    return _Entry(
+        name=name,
+        func=func,
+        weight=float(weight),
+        group=group,
+        is_async=_is_async(func),
+        const=const,
+        from_state=tuple(from_state),
+        wants_state=wants_state,
+        required=frozenset(required),
+        score_on_error=score_on_error,
+    )
+
+
+@dataclass(slots=True)
+class _Plan:
+    individual: tuple[_Entry, ...]
+    group: tuple[_Entry, ...]
+    ordered: tuple[_Entry, ...]  # registration order, for the reward sum and metrics
+    any_async: bool
+
+
+def _error_record(name: str, exc: BaseException) -> dict[str, str]:
+    return {
+        "func": name,
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int | bool):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"reward function {name!r} returned {type(value).__name__} {value!r:.80}, "
+            "expected a number"
+        ) from None
+
+
+class _Scores:
+    """Values and errors of one rollout while it is being scored."""
+
+    __slots__ = ("errors", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, float | None] = {}
+        self.errors: list[dict[str, str]] = []
+
+    def fail(self, name: str, exc: BaseException) -> None:
+        self.values[name] = None
+        self.errors.append(_error_record(name, exc))
+
+
+class Rubric:
+    """Weighted reward functions.
+
+    ``Rubric(funcs, weights)``: the reward is the weighted sum; ``weights`` defaults to 1.0 for
+    each function; weight-0 functions are metrics. ``group_funcs``/``group_weights`` declare
+    group reward functions explicitly (functions in ``funcs`` marked ``@vf.group_reward`` or
+    naming plural arguments are group functions too). ``parser`` (default :class:`Parser`) is
+    passed to functions that name ``parser``. Two functions with the same name are a
+    :class:`~verifiers.ConfigError`.
+    """
+
+    def __init__(
+        self,
+        funcs: Iterable[Callable[..., Any]] | None = None,
+        weights: Iterable[float] | None = None,
+        parser: Parser | None = None,
+        *,
+        group_funcs: Iterable[Callable[..., Any]] | None = None,
+        group_weights: Iterable[float] | None = None,
+        score_on_error: bool = False,
+    ) -> None:
+        self._funcs: list[tuple[Callable[..., Any], float, bool]] = []
+        self.class_objects: dict[str, Any] = {}
+        self._parser: Parser = parser if parser is not None else Parser()
+        self.class_objects["parser"] = self._parser
+        self.score_on_error = score_on_error
+        self._version = 0
+        self._plan: _Plan | None = None
+        self._plan_key: object = None
+        for funcs_, weights_, group in ((funcs, weights, None), (group_funcs, group_weights, True)):
+            fs = list(funcs_ or [])
+            ws = [1.0] * len(fs) if weights_ is None else list(weights_)
+            if len(ws) != len(fs):
+                raise ConfigError(
+                    f"{len(ws)} weights for {len(fs)} reward functions: give one weight per "
+                    "function (or none for 1.0 each)"
+                )
+            for f, w in zip(fs, ws, strict=True):
+                self._add(f, w, group)
+
+    # -- registration -------------------------------------------------------------------------
+
+    @property
+    def parser(self) -> Parser:
+        return self._parser
+
+    @parser.setter
+    def parser(self, parser: Parser) -> None:
+        self._parser = parser
+        self.add_class_object("parser", parser)
+
+    def _registrations(self) -> list[tuple[Callable[..., Any], float, bool]]:
+        """(function, weight, is group function) of every function, in order."""
+        return self._funcs
+
+    def _names(self) -> dict[str, Callable[..., Any]]:
+        return {func_name(f): f for f, _, _ in self._registrations()}
+
+    def _changed(self) -> None:
+        self._version += 1
+
+    def _add(self, func: Callable[..., Any], weight: float, group: bool | None) -> None:
+        if not callable(func):
+            raise ConfigError(f"reward functions must be callable, not {type(func).__name__}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise ConfigError(f"weight of {func_name(func)!r} must be a number, not {weight!r}")
+        name = func_name(func)
+        existing = self._names().get(name)
+        if existing is not None:
+            raise _duplicate(name, existing, func)
+        self._funcs.append((func, float(weight), is_group_reward(func) if group is None else group))
+        self._changed()
+
+    def add_reward_func(self, func: Callable[..., Any], weight: float = 1.0) -> None:
+        """Add a reward function (a group function when marked ``@vf.group_reward`` or when it
+        names plural arguments)."""
+        self._add(func, weight, None)
+
+    def add_group_reward_func(self, func: Callable[..., Any], weight: float = 1.0) -> None:
+        """Add a group reward function: it scores the N rollouts of one example together."""
+        self._add(func, weight, True)
+
+    def add_metric(self, func: Callable[..., Any], weight: float = 0.0) -> None:
+        """Add a function reported in metrics (weight 0: not part of the reward)."""
+        self._add(func, weight, None)
+
+    def add_class_object(self, name: str, obj: Any) -> None:
+        """Make ``obj`` available to reward functions that name the argument ``name``."""
+        self.class_objects[name] = obj
+        self._changed()
+
+    def get_reward_funcs(self) -> list[Callable[..., Any]]:
+        return [f for f, _, _ in self._registrations()]
+
+    def get_reward_func_names(self) -> list[str]:
+        return [func_name(f) for f, _, _ in self._registrations()]
+
+    def get_reward_weights(self) -> list[float]:
+        return [w for _, w, _ in self._registrations()]
+
+    @property
+    def funcs(self) -> list[Callable[..., Any]]:
+        return self.get_reward_funcs()
+
+    @property
+    def weights(self) -> list[float]:
+        return self.get_reward_weights()
+
+    @property
+    def reward_weights(self) -> dict[str, float]:
+        """Every function's weight by name (weight 0: a metric)."""
+        return {e.name: e.weight for e in self._get_plan().ordered}
+
+    @property
+    def has_group_rewards(self) -> bool:
+        return bool(self._get_plan().group)
+
+    # -- plan ---------------------------------------------------------------------------------
+
+    def _entries(self) -> list[_Entry]:
+        return [
+            _build_entry(f, w, g, self.class_objects, self.score_on_error)
+            for f, w, g in self._funcs
+        ]
+
+    def _key(self) -> object:
+        """Changes whenever the functions, weights or class objects change."""
+        return self._version
+
+    def _get_plan(self) -> _Plan:
+        plan, key = self._plan, self._key()
+        if plan is None or key != self._plan_key:
+            plan = self._make_plan(self._entries())
+            self._plan, self._plan_key = plan, key
+        return plan
+
+    @staticmethod
+    def _make_plan(entries: list[_Entry]) -> _Plan:
+        seen: dict[str, _Entry] = {}
+        for e in entries:
+            if e.name in seen:
+                raise _duplicate(e.name, seen[e.name].func, e.func)
+            seen[e.name] = e
+        individual = tuple(e for e in entries if not e.group)
+        return _Plan(
+            individual=individual,
+            group=tuple(e for e in entries if e.group),
+            ordered=tuple(entries),
+            any_async=any(e.is_async for e in individual),
+        )
+
+    # -- scoring ------------------------------------------------------------------------------
+
+    async def score_rollout(self, state: State) -> None:
+        """Score one rollout (group functions see a group of one)."""
+        await self.score_group([state])
+
+    async def score_group(self, states: list[State]) -> None:
+        """Score the N rollouts of one example: individual functions for each rollout
+        (concurrently when any is async), then group functions once."""
+        if not states:
+            return
+        plan = self._get_plan()
+        scores = [_Scores() for _ in states]
+        if plan.any_async and len(states) > 1:
+            await asyncio.gather(
+                *(self._run_individual(plan, s, sc) for s, sc in zip(states, scores, strict=True))
+            )
+        else:
+            for s, sc in zip(states, scores, strict=True):
+                await self._run_individual(plan, s, sc)
+        for entry in plan.group:
+            await self._run_group(entry, states, scores)
+        for s, sc in zip(states, scores, strict=True):
+            self._finish(plan, s, sc)
+
+    async def _run_individual(self, plan: _Plan, state: State, scores: _Scores) -> None:
+        pending: list[tuple[str, Awaitable[Any]]] = []
+        for entry in plan.individual:
+            try:
+                result = entry.func(**entry.kwargs(state))
+                if inspect.isawaitable(result):
+                    if entry.is_async:
+                        pending.append((entry.name, result))
+                        continue
+                    result = await result
+                scores.values[entry.name] = _as_float(entry.name, result)
+            except Exception as exc:
+                scores.fail(entry.name, exc)
+        if len(pending) == 1:
+            name, awaitable = pending[0]
+            try:
+                scores.values[name] = _as_float(name, await awaitable)
+            except Exception as exc:
+                scores.fail(name, exc)
+        elif pending:
+            results = await asyncio.gather(*(a for _, a in pending), return_exceptions=True)
+            for (name, _), result in zip(pending, results, strict=True):
+                if isinstance(result, BaseException):
+                    if not isinstance(result, Exception):
+                        raise result
+                    scores.fail(name, result)
+                    continue
+                try:
+                    scores.values[name] = _as_float(name, result)
+                except TypeError as exc:
+                    scores.fail(name, exc)
+
+    async def _run_group(self, entry: _Entry, states: list[State], scores: list[_Scores]) -> None:
+        try:
+            result = entry.func(**entry.group_kwargs(states))
+            if inspect.isawaitable(result):
+                result = await result
+            if isinstance(result, str | bytes) or not isinstance(result, Sequence):
+                raise TypeError(
+                    f"group reward function {entry.name!r} returned {type(result).__name__}, "
+                    f"expected a list of {len(states)} numbers (one per rollout)"
+                )
+            if len(result) != len(states):
+                raise ValueError(
+                    f"group reward function {entry.name!r} returned {len(result)} values for "
+                    f"{len(states)} rollouts; return one value per rollout"
+                )
+            values = [_as_float(entry.name, v) for v in result]
+        except Exception as exc:
+            for sc in scores:
+                sc.fail(entry.name, exc)
+            return
+        for sc, v in zip(scores, values, strict=True):
+            sc.values[entry.name] = v
+
+    @staticmethod
+    def _finish(plan: _Plan, state: State, scores: _Scores) -> None:
+        reward: float | None = 0.0
+        values: dict[str, float | None] = {}
+        for entry in plan.ordered:
+            value = scores.values.get(entry.name)
+            if value is None and entry.score_on_error:
+                value = 0.0
+            values[entry.name] = value
+            if value is None:
+                if entry.weight != 0.0:
+                    reward = None
+            elif reward is not None:
+                reward += value * entry.weight
+        state["reward"] = reward
+        metrics = state.get("metrics")
+        if isinstance(metrics, dict):
+            metrics.update(values)
+        else:
+            state["metrics"] = values
+        state["reward_errors"] = scores.errors
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def cleanup(self, state: State) -> None:
+        """Run the ``@vf.cleanup`` methods of this rubric for one rollout."""
+        for handler in discover(self, "cleanup"):
+            result = handler(state)
+            if inspect.isawaitable(result):
+                await result
+
+    async def teardown(self) -> None:
+        """Run the ``@vf.teardown`` methods of this rubric (once, when the environment closes)."""
+        for handler in discover(self, "teardown"):
+            result = handler()
+            if inspect.isawaitable(result):
+                await result
