@@ -161,7 +161,7 @@ def test_subprocess_mode_prints_url_and_injects_faults() -> None:
         fault_rate=1.0,
         fault_kinds=["500"],
     ) as proc:
-        status, data = _post(
+        status, _ = _post(
             proc.base_url + "/chat/completions",
             json.dumps({"model": "m", "messages": USER}).encode(),
         )

@@ -24,6 +24,8 @@ class OpenAIClient(Client):
     The user's object is not changed: requests go through ``client.with_options(max_retries=0)``
     so that :class:`RetryPolicy` is the only retry loop. A sync ``openai.OpenAI`` is accepted
     too; its settings (base URL, key, headers, timeout) are reused for an async client.
+    :meth:`close` closes the ``AsyncOpenAI`` only when verifiers made it (``owns_client=True``,
+    or a sync client was given).
 
     Responses are read as raw JSON (``with_raw_response``) with the same parser as
     :class:`verifiers.NativeClient`, so vLLM's extra fields (``prompt_token_ids``,
@@ -31,11 +33,17 @@ class OpenAIClient(Client):
     """
 
     def __init__(
-        self, client: openai.AsyncOpenAI | openai.OpenAI, *, retry: RetryPolicy | None = None
+        self,
+        client: openai.AsyncOpenAI | openai.OpenAI,
+        *,
+        retry: RetryPolicy | None = None,
+        owns_client: bool = False,
     ) -> None:
         import openai
 
+        self._owns_client = owns_client
         if isinstance(client, openai.OpenAI):
+            self._owns_client = True
             client = openai.AsyncOpenAI(
                 api_key=client.api_key,
                 organization=client.organization,
@@ -116,4 +124,6 @@ class OpenAIClient(Client):
         )
 
     async def close(self) -> None:
-        """The wrapped ``AsyncOpenAI`` belongs to the caller: it is left open."""
+        """Close the wrapped ``AsyncOpenAI`` if verifiers created it; a caller's stays open."""
+        if self._owns_client:
+            await self.client.close()
