@@ -324,6 +324,13 @@ def _print_summary(result: Any) -> None:
     if s["num_reward_errors"]:
         funcs = ", ".join(f"{k}: {v}" for k, v in s["reward_error_funcs"].items())
         table.add_row("reward function errors", f"{s['num_reward_errors']} ({funcs})")
+    failures = s.get("request_failures") or {}
+    if failures:
+        detail = ", ".join(f"{k}: {v}" for k, v in sorted(failures.items()))
+        table.add_row(
+            "failed requests (retried)",
+            f"{sum(v for k, v in failures.items() if k != 'gave_up')} ({detail})",
+        )
     table.add_row("truncated", str(s["num_truncated"]))
     table.add_row(
         "tokens (prompt / completion)",

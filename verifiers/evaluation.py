@@ -299,12 +299,23 @@ async def evaluate_async(
         metadata["finished_at"] = datetime.now(UTC).isoformat()
         metadata["wall_time_s"] = round(time.perf_counter() - t0, 3)
         metadata["summary"] = summarize(records, n, env.pass_threshold)
+        metadata["summary"]["request_failures"] = _client_stats(pool, base_client)
         if run_dir is not None:
             write_json_atomic(run_dir / METADATA_FILE, metadata)
         if pool is None and base_client is not None and base_client is not client:
             await base_client.close()
     records.sort(key=lambda r: (str(r["example_id"]), r["rollout_index"]))
     return EvalResult(records=records, metadata=metadata, path=run_dir, states=states)
+
+
+def _client_stats(pool: Any, client: Client | None) -> dict[str, int]:
+    """Transient request failures the clients retried (or gave up on), by kind."""
+    clients = list(getattr(pool, "clients", [])) if pool is not None else [client]
+    total: dict[str, int] = {}
+    for c in clients:
+        for kind, count in (getattr(c, "stats", None) or {}).items():
+            total[kind] = total.get(kind, 0) + int(count)
+    return total
 
 
 def _resumable_records(

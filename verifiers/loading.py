@@ -162,10 +162,15 @@ def _check_args(name: str, loader: Callable[..., Any], env_args: dict[str, Any])
         params = inspect.signature(loader).parameters
     except (TypeError, ValueError):
         return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    accepted = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    accepted = [
+        n
+        for n, p in params.items()
+        if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
     unknown = [k for k in env_args if k not in params]
+    if open_ended:  # extra arguments go on to the environment; still catch near-miss typos
+        unknown = [k for k in unknown if difflib.get_close_matches(k, accepted, n=1)]
     if unknown:
         hints = []
         for k in unknown:

@@ -108,11 +108,7 @@ class Environment:
     ) -> None:
         unknown = sorted(set(kwargs) - self._known_kwargs)
         if unknown:
-            raise ConfigError(
-                f"{type(self).__name__} got unknown keyword argument(s): {', '.join(unknown)}. "
-                "Check the spelling, or pass environment-specific options to your "
-                "load_environment() instead."
-            )
+            raise ConfigError(self._unknown_kwargs_message(unknown))
         if message_type not in ("chat", "completion"):
             raise ConfigError(f"message_type must be 'chat' or 'completion', not {message_type!r}")
         if dataset is None and eval_dataset is None:
@@ -146,6 +142,27 @@ class Environment:
         self._cleanup_handlers = discover(self, "cleanup")
         self._teardown_handlers = discover(self, "teardown")
         self._classic_is_completed = self._find_classic_is_completed()
+
+    def _unknown_kwargs_message(self, unknown: list[str]) -> str:
+        import difflib
+
+        accepted: set[str] = set(self._known_kwargs)
+        for klass in type(self).__mro__:
+            init = vars(klass).get("__init__")
+            if init is not None:
+                accepted.update(
+                    n
+                    for n, p in inspect.signature(init).parameters.items()
+                    if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD
+                )
+        parts = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, sorted(accepted), n=1)
+            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return (
+            f"{type(self).__name__} got unknown keyword argument(s): {', '.join(parts)}. "
+            "Check the spelling, or handle environment-specific options in load_environment()."
+        )
 
     # ------------------------------------------------------------------ datasets
 
@@ -210,18 +227,17 @@ class Environment:
         if "example_id" not in cols:
             dataset = dataset.add_column("example_id", list(range(len(dataset))))
         if "prompt" not in cols:
-            build = self._prompt_from_question
-            dataset = dataset.map(lambda row: {"prompt": build(row["question"])}, **self.map_kwargs)
+            prompts = [self._prompt_from_question(q) for q in dataset["question"]]
+            dataset = dataset.add_column("prompt", prompts)  # type: ignore[arg-type]
         elif self.message_type == "chat" and self.system_prompt:
             system = {"role": "system", "content": self.system_prompt}
-
-            def add_system(row: dict[str, Any]) -> dict[str, Any]:
-                prompt = row["prompt"]
-                if isinstance(prompt, list) and (not prompt or prompt[0].get("role") != "system"):
-                    return {"prompt": [system, *prompt]}
-                return {"prompt": prompt}
-
-            dataset = dataset.map(add_system, **self.map_kwargs)
+            prompts = [
+                [system, *p]
+                if isinstance(p, list) and (not p or p[0].get("role") != "system")
+                else p
+                for p in dataset["prompt"]
+            ]
+            dataset = dataset.remove_columns("prompt").add_column("prompt", prompts)  # type: ignore[arg-type]
         if "answer" not in cols:
             dataset = dataset.add_column("answer", [""] * len(dataset))
         if "task" not in cols:

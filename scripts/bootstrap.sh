@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a fresh Debian 12 machine with Python >= 3.11:
+# system packages (bubblewrap for sandboxes, PostgreSQL binaries for the hub's tests when no
+# server runs), a virtual environment in .venv with the project, its extras and the bundled
+# environment packages. Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_pkgs=()
+command -v bwrap >/dev/null 2>&1 || want_pkgs+=(bubblewrap)
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want_pkgs+=(postgresql); fi
+if [ ${#want_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing ${want_pkgs[*]} (apt)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${want_pkgs[@]}" >/dev/null
+  else
+    echo "bootstrap: please install ${want_pkgs[*]} (sandbox and PostgreSQL tests need them)" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.vf-bootstrap
+want=$(cat pyproject.toml environments/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+# torch: exactly this spec takes the CPU build available locally (others pull CUDA wheels)
+.venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -m pip install -q -e ".[server,cli,train,dev]" 2>&1 | grep -v "^WARNING: Location" || true
+envs=()
+for d in environments/*/; do
+  [ -f "$d/pyproject.toml" ] && envs+=(-e "$d")
+done
+if [ ${#envs[@]} -gt 0 ]; then
+  .venv/bin/python -m pip install -q "${envs[@]}" 2>&1 | grep -v "^WARNING: Location" || true
+fi
+.venv/bin/python -c "import verifiers, hub_server, cli" 
+echo "$want" > "$stamp"
+echo "bootstrap: ready (.venv)"

@@ -1,0 +1,180 @@
+"""vf-eval end to end: classic-API environments against a real OpenAI-compatible server,
+durable results across kill -9 and --resume, and a run through injected faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from verifiers.testing.server import ServerProcess
+
+EXPECTED_REWARD = {"classic_single": 1.2, "classic_multi": 1.0, "classic_tools": 1.0}
+
+
+def vf_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "vf-eval"
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def results_of(cwd: Path) -> list[dict]:
+    files = list(cwd.glob("outputs/evals/*/*/results.jsonl"))
+    assert len(files) == 1, files
+    return [json.loads(line) for line in files[0].read_text().splitlines()]
+
+
+@pytest.mark.parametrize("env_id", sorted(EXPECTED_REWARD))
+def test_classic_environment_runs_unchanged(
+    env_id: str, classic_envs_path: Path, tmp_path: Path
+) -> None:
+    with ServerProcess(responder="responders:solve") as server:
+        proc = vf_eval(
+            env_id, "-m", "toy", "-b", server.base_url, "-n", "20", "-r", "3", "-s", cwd=tmp_path
+        )
+    assert proc.returncode == 0, proc.stderr
+    records = results_of(tmp_path)
+    assert len(records) == 60
+    assert Counter((r["example_id"], r["rollout_index"]) for r in records).most_common(1)[0][1] == 1
+    assert all(r["error"] is None for r in records)
+    assert all(r["reward"] == pytest.approx(EXPECTED_REWARD[env_id]) for r in records)
+    meta = json.loads(next(tmp_path.glob("outputs/evals/*/*/metadata.json")).read_text())
+    assert meta["summary"]["num_rollouts"] == 60
+    assert meta["summary"]["pass_at_k"].keys() == {"1", "2", "3"}
+    assert meta["status"] == "completed"
+
+
+def test_tool_calls_are_saved_as_objects(classic_envs_path: Path, tmp_path: Path) -> None:
+    with ServerProcess(responder="responders:solve") as server:
+        proc = vf_eval(
+            "classic_tools",
+            "-m",
+            "toy",
+            "-b",
+            server.base_url,
+            "-n",
+            "2",
+            "-r",
+            "1",
+            "-s",
+            cwd=tmp_path,
+        )
+    assert proc.returncode == 0, proc.stderr
+    first_call = results_of(tmp_path)[0]["completion"][0]["tool_calls"][0]
+    assert first_call["function"]["arguments"] == {"a": 0, "b": 3}
+
+
+@pytest.mark.parametrize("kill_after", [1, 25])
+def test_kill_9_then_resume_keeps_every_rollout_exactly_once(
+    kill_after: int, classic_envs_path: Path, tmp_path: Path
+) -> None:
+    with ServerProcess(responder="responders:solve", latency_ms=40) as server:
+        args = [
+            "classic_single",
+            "-m",
+            "toy",
+            "-b",
+            server.base_url,
+            "-n",
+            "20",
+            "-r",
+            "3",
+            "-c",
+            "4",
+            "-s",
+        ]
+        exe = Path(sys.executable).parent / "vf-eval"
+        proc = subprocess.Popen(
+            [str(exe), *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 120
+        lines = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            files = list(tmp_path.glob("outputs/evals/*/*/results.jsonl"))
+            lines = files[0].read_bytes().count(b"\n") if files else 0
+            if lines >= kill_after:
+                break
+            time.sleep(0.01)  # polling the file for progress, not synchronising on time
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        before = results_of(tmp_path)
+        assert 0 < len(before) < 60
+        resumed = vf_eval(*args, "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    records = results_of(tmp_path)
+    keys = Counter((r["example_id"], r["rollout_index"]) for r in records)
+    assert len(records) == 60 and set(keys.values()) == {1}
+    assert all(r["reward"] == pytest.approx(1.2) for r in records)
+    # the kept records were not redone
+    kept = {(r["example_id"], r["rollout_index"]) for r in before if r["error"] is None}
+    meta = json.loads(next(tmp_path.glob("outputs/evals/*/*/metadata.json")).read_text())
+    assert meta["resumed_records"] == len(kept)
+
+
+def test_run_completes_through_20_percent_faults(classic_envs_path: Path, tmp_path: Path) -> None:
+    with ServerProcess(
+        responder="responders:solve",
+        fault_rate=0.2,
+        fault_kinds="500,429,drop,malformed,hang",
+        seed=7,
+    ) as server:
+        proc = vf_eval(
+            "classic_single",
+            "-m",
+            "toy",
+            "-b",
+            server.base_url,
+            "-n",
+            "20",
+            "-r",
+            "3",
+            "--timeout",
+            "1",
+            "--max-retries",
+            "8",
+            "-s",
+            "--json",
+            cwd=tmp_path,
+        )
+        stats = server.stats()
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(proc.stdout)
+    summary = meta["summary"]
+    assert summary["num_rollouts"] == 60
+    failures = summary["request_failures"]
+    injected = sum(stats["faults"].values())
+    assert injected > 0
+    assert sum(v for k, v in failures.items() if k != "gave_up") == injected
+    scored = [r for r in results_of(tmp_path) if r["error"] is None]
+    assert len(scored) + summary["num_errors"] == 60
+    assert all(r["reward"] == pytest.approx(1.2) for r in scored)
+
+
+def test_config_errors_are_one_line_and_exit_2(classic_envs_path: Path, tmp_path: Path) -> None:
+    bad_json = vf_eval("classic_single", "-m", "oracle", "-a", "{not json", cwd=tmp_path)
+    assert bad_json.returncode == 2
+    assert "--env-args is not valid JSON" in bad_json.stderr
+    assert "Traceback" not in bad_json.stderr
+    unknown_arg = vf_eval(
+        "classic_single", "-m", "oracle", "-a", '{"num_exampels": 3}', cwd=tmp_path
+    )
+    assert unknown_arg.returncode == 2
+    assert "did you mean 'num_examples'" in unknown_arg.stderr
+    missing = vf_eval("classic_singel", "-m", "oracle", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "not installed" in missing.stderr and "vf env install" in missing.stderr
+
+
+def test_oracle_model_gets_full_reward(classic_envs_path: Path, tmp_path: Path) -> None:
+    proc = vf_eval("classic_single", "-m", "oracle", "-n", "5", "-r", "2", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)["summary"]
+    assert summary["avg_reward"] == pytest.approx(1.2)
+    assert summary["num_rollouts"] == 10

@@ -1,0 +1,73 @@
+"""`import verifiers` is fast and light, and the flat public API is pinned."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import verifiers as vf
+
+HEAVY = [
+    "fastapi",
+    "sqlalchemy",
+    "typer",
+    "torch",
+    "datasets",
+    "rich",
+    "openai",
+    "aiohttp",
+    "transformers",
+]
+
+PINNED_ALL = sorted(
+    """
+    ConfigError Client CodeTestEnv EmptyModelResponseError EndpointConfig EndpointError EnvGroup
+    EnvironmentNotFoundError Environment EvalResult ExecResult InfraError Info
+    InvalidModelResponseError JudgeRubric MathRubric MaybeThinkParser Message Messages ModelError
+    ModelResponse MultiTurnEnv NativeClient OpenAIClient OracleClient OverlongPromptError
+    PairwiseJudgeRubric Parser PythonEnv RetryPolicy RewardError Rubric RubricGroup SamplingArgs
+    Sandbox SandboxEnv SandboxError SandboxLimits SandboxPool SingleTurnEnv State StatefulToolEnv
+    ThinkParser ToolCallError ToolEnv ToolError ToolParseError TrajectoryStep Usage VerifiersError
+    XMLParser as_client cleanup create_sandbox evaluate evaluate_async extract_boxed_answer
+    extract_hash_answer group_reward list_environments load_endpoints load_environment stop
+    teardown
+    """.split()
+)
+
+
+def test_all_is_pinned() -> None:
+    assert vf.__all__ == PINNED_ALL
+
+
+def test_every_public_name_resolves() -> None:
+    missing = [name for name in vf.__all__ if getattr(vf, name, None) is None]
+    assert missing == []
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    try:
+        vf.NoSuchThing  # noqa: B018
+    except AttributeError as e:
+        assert "NoSuchThing" in str(e)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_import_loads_no_heavy_dependency() -> None:
+    """The import-time target itself (< 0.3 s) is measured by bench/import_time.py."""
+    code = (
+        "import sys, json; import verifiers; "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_using_an_environment_class_still_loads_no_server_stack() -> None:
+    code = (
+        "import sys, json; import verifiers as vf; vf.SingleTurnEnv; vf.ToolEnv; vf.Rubric; "
+        "print(json.dumps([m for m in ['fastapi', 'sqlalchemy', 'typer', 'torch'] if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
