@@ -1,0 +1,45 @@
+"""The trainer adapter: token-exact samples, an async off-policy rollout source, the masked
+importance-sampling loss, packers, a TRL ``GRPOTrainer`` adapter and a reference loop.
+
+Names load lazily: ``verifiers.train`` itself imports neither torch nor transformers, and the
+torch-free parts (:class:`Sample`, :class:`RolloutSource`, the packer) work without them.
+Install the rest with ``pip install 'verifiers[train]'``.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "Sample": "verifiers.train.samples",
+    "SampleBuild": "verifiers.train.samples",
+    "build_samples": "verifiers.train.samples",
+    "RolloutSource": "verifiers.train.rollout_source",
+    "RolloutSourceConfig": "verifiers.train.rollout_source",
+    "DifficultyConfig": "verifiers.train.rollout_source",
+    "Batch": "verifiers.train.rollout_source",
+    "group_mean_advantages": "verifiers.train.rollout_source",
+    "pack_samples": "verifiers.train.packing",
+    "PackedMicroBatch": "verifiers.train.packing",
+    "masked_importance_sampling_loss": "verifiers.train.loss",
+    "token_logprobs": "verifiers.train.loss",
+    "LocalModelClient": "verifiers.train.local_client",
+    "build_char_tokenizer": "verifiers.train.tiny",
+    "build_tiny_model": "verifiers.train.tiny",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'verifiers.train' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,286 @@
+"""Turn rollouts into flat, token-exact training samples.
+
+A :class:`Sample` is one token sequence with a trainable ``mask`` (True where the policy sampled
+the token) and the sampling ``logprobs`` aligned to the tokens. Token ids come from the
+inference server when it returned them (``TrajectoryStep["tokens"]``); otherwise the model's
+tokenizer and chat template rebuild them turn by turn. Either way every turn's prompt must
+extend the sequence built so far (the previous prompt, the model's tokens and the environment's
+tokens in between); when it does not, the rollout is split into separate samples (or dropped,
+``on_mismatch="drop"``) and the event is counted. Building samples never raises for bad
+rollouts: a training run must not die on one odd transcript.
+
+This module has no torch dependency so that rollout sources can run without it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from verifiers.types import Messages, TrajectoryStep
+
+__all__ = ["ChatTokenizer", "Sample", "SampleBuild", "build_samples"]
+
+logger = logging.getLogger(__name__)
+
+OnMismatch = Literal["split", "drop"]
+
+
+class ChatTokenizer(Protocol):
+    """What sample building needs from a tokenizer (a Hugging Face tokenizer satisfies it)."""
+
+    def apply_chat_template(self, conversation: Any, /, *args: Any, **kwargs: Any) -> Any: ...
+
+    def encode(self, text: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+@dataclass(slots=True)
+class Sample:
+    """One trainable token sequence.
+
+    ``mask[i]`` is True where token ``i`` was sampled by the policy (loss is taken there only);
+    ``logprobs[i]`` is the sampling logprob of token ``i`` (0.0 where ``mask`` is False), or
+    ``logprobs`` is None when the inference server did not return them (the trainer then treats
+    the sample as on-policy). ``advantage`` is filled by the rollout source.
+    """
+
+    token_ids: list[int]
+    mask: list[bool]
+    logprobs: list[float] | None
+    reward: float
+    reward_components: dict[str, float] = field(default_factory=dict)
+    advantage: float = 0.0
+    group_id: int = 0
+    task_key: str = "default"
+    example_id: Any = None
+    policy_version: int = 0
+    is_truncated: bool = False
+    error: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_loss_tokens(self) -> int:
+        return sum(self.mask)
+
+
+@dataclass(slots=True)
+class SampleBuild:
+    """Samples built from one rollout and what happened on the way (counts by event name:
+    ``split``, ``dropped_mismatch``, ``dropped_error``, ``dropped_empty``, ``retokenized``)."""
+
+    samples: list[Sample]
+    counts: Counter[str]
+
+
+class _Segment:
+    """A sample being assembled."""
+
+    __slots__ = ("has_logprobs", "logprobs", "mask", "tokens")
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.mask: list[bool] = []
+        self.logprobs: list[float] = []
+        self.has_logprobs = True
+
+    def extend_context(self, ids: Sequence[int]) -> None:
+        self.tokens.extend(ids)
+        self.mask.extend([False] * len(ids))
+        self.logprobs.extend([0.0] * len(ids))
+
+    def extend_policy(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> None:
+        self.tokens.extend(ids)
+        self.mask.extend([True] * len(ids))
+        if logprobs is None or len(logprobs) != len(ids):
+            self.has_logprobs = False
+            self.logprobs.extend([0.0] * len(ids))
+        else:
+            self.logprobs.extend(float(x) for x in logprobs)
+
+
+def build_samples(
+    state: Mapping[str, Any],
+    *,
+    tokenizer: ChatTokenizer | None = None,
+    group_id: int = 0,
+    policy_version: int = 0,
+    on_mismatch: OnMismatch = "split",
+    tools: list[dict[str, Any]] | None = None,
+) -> SampleBuild:
+    """Build the training samples of one rollout ``state``.
+
+    ``tokenizer`` is needed only for steps whose tokens the server did not return. ``tools``
+    are passed to the chat template when re-tokenizing (default: ``state["info"]["oai_tools"]``
+    or ``state["oai_tools"]`` when present).
+    """
+    counts: Counter[str] = Counter()
+    error = state.get("error")
+    if error is not None:
+        counts["dropped_error"] += 1
+        return SampleBuild([], counts)
+    trajectory: list[TrajectoryStep] = list(state.get("trajectory") or [])
+    if not trajectory:
+        counts["dropped_empty"] += 1
+        return SampleBuild([], counts)
+    if tools is None:
+        tools = _state_tools(state)
+
+    segments: list[_Segment] = []
+    current: _Segment | None = None
+    for step in trajectory:
+        step_ids = _step_tokens(state, step, tokenizer, tools, counts)
+        if step_ids is None:
+            counts["dropped_mismatch"] += 1
+            return SampleBuild([], counts)
+        prompt_ids, completion_ids, logprobs = step_ids
+        if current is not None and _extends(prompt_ids, current.tokens):
+            current.extend_context(prompt_ids[len(current.tokens) :])
+        else:
+            if current is not None:
+                if on_mismatch == "drop":
+                    counts["dropped_mismatch"] += 1
+                    logger.warning(
+                        "dropping rollout (example %s): turn prompt does not extend the previous "
+                        "tokens",
+                        state.get("example_id"),
+                    )
+                    return SampleBuild([], counts)
+                counts["split"] += 1
+            current = _Segment()
+            segments.append(current)
+            current.extend_context(prompt_ids)
+        current.extend_policy(completion_ids, logprobs)
+
+    reward = float(state.get("reward") or 0.0)
+    components = {
+        str(k): float(v)
+        for k, v in (state.get("metrics") or {}).items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    task = state.get("task")
+    samples = [
+        Sample(
+            token_ids=seg.tokens,
+            mask=seg.mask,
+            logprobs=seg.logprobs if seg.has_logprobs else None,
+            reward=reward,
+            reward_components=components,
+            group_id=group_id,
+            task_key=str(task) if task else "default",
+            example_id=state.get("example_id"),
+            policy_version=policy_version,
+            is_truncated=bool(state.get("is_truncated", False)),
+            error=None,
+        )
+        for seg in segments
+        if any(seg.mask)
+    ]
+    if len(samples) < len(segments):
+        counts["dropped_empty"] += len(segments) - len(samples)
+    return SampleBuild(samples, counts)
+
+
+def _extends(ids: Sequence[int], prefix: Sequence[int]) -> bool:
+    return len(ids) >= len(prefix) and list(ids[: len(prefix)]) == list(prefix)
+
+
+def _state_tools(state: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    tools = state.get("oai_tools")
+    if tools is None:
+        info = state.get("info")
+        if isinstance(info, Mapping):
+            tools = info.get("oai_tools")
+    return list(tools) if tools else None
+
+
+def _step_tokens(
+    state: Mapping[str, Any],
+    step: TrajectoryStep,
+    tokenizer: ChatTokenizer | None,
+    tools: list[dict[str, Any]] | None,
+    counts: Counter[str],
+) -> tuple[list[int], list[int], list[float] | None] | None:
+    """(prompt ids, completion ids, completion logprobs) of one model call, or None when they
+    cannot be had (no server tokens and no tokenizer, or the template is not prefix-stable)."""
+    tokens = step.get("tokens")
+    if tokens is not None:
+        return (
+            list(tokens["prompt_ids"]),
+            list(tokens["completion_ids"]),
+            tokens.get("completion_logprobs"),
+        )
+    response = step.get("response")
+    if response is not None and response.prompt_token_ids and response.completion_token_ids:
+        return (
+            list(response.prompt_token_ids),
+            list(response.completion_token_ids),
+            response.completion_logprobs,
+        )
+    if tokenizer is None:
+        logger.warning(
+            "rollout (example %s) has no server token ids and no tokenizer was given",
+            state.get("example_id"),
+        )
+        return None
+    counts["retokenized"] += 1
+    history = _history(state)
+    prompt = history[: step["prompt_len"]]
+    if isinstance(state.get("prompt"), str):
+        return _retokenize_text(state, step, tokenizer)
+    completion = list(step["completion"])
+    try:
+        prompt_ids = _ids(
+            tokenizer.apply_chat_template(
+                prompt, tools=tools, add_generation_prompt=True, tokenize=True
+            )
+        )
+        full_ids = _ids(
+            tokenizer.apply_chat_template(
+                prompt + completion, tools=tools, add_generation_prompt=False, tokenize=True
+            )
+        )
+    except Exception as e:  # a template that cannot render this transcript
+        logger.warning("chat template failed on example %s: %s", state.get("example_id"), e)
+        return None
+    if not _extends(full_ids, prompt_ids):
+        logger.warning(
+            "chat template is not prefix-stable for example %s (the completion changes the "
+            "prompt's tokens)",
+            state.get("example_id"),
+        )
+        return None
+    return prompt_ids, full_ids[len(prompt_ids) :], None
+
+
+def _retokenize_text(
+    state: Mapping[str, Any], step: TrajectoryStep, tokenizer: ChatTokenizer
+) -> tuple[list[int], list[int], list[float] | None] | None:
+    prompt_text = str(state["prompt"])
+    completion_text = step["response"].content
+    prompt_ids = _ids(tokenizer.encode(prompt_text, add_special_tokens=False))
+    full_ids = _ids(tokenizer.encode(prompt_text + completion_text, add_special_tokens=False))
+    if not _extends(full_ids, prompt_ids):
+        return None
+    return prompt_ids, full_ids[len(prompt_ids) :], None
+
+
+def _history(state: Mapping[str, Any]) -> Messages:
+    prompt = state.get("prompt")
+    completion = state.get("completion")
+    history: Messages = list(prompt) if isinstance(prompt, list) else []
+    if isinstance(completion, list):
+        history.extend(completion)
+    return history
+
+
+def _ids(value: Any) -> list[int]:
+    """Token ids from what ``apply_chat_template``/``encode`` return (a list, or a mapping with
+    ``input_ids`` in recent transformers)."""
+    if isinstance(value, Mapping) or hasattr(value, "keys"):
+        value = value["input_ids"]
+    return [int(x) for x in value]
