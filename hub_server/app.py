@@ -188,7 +188,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         if not is_meta:
             metrics.inc("downloads")
-            headers["Content-Length"] = str(f.size)
             media = "application/octet-stream"
         else:
             media = "text/plain; charset=utf-8"

@@ -11,7 +11,7 @@ from hub_server.service import IndexProject
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
 API_VERSION = "1.1"
-_OFFERS = (JSON_V1, HTML_V1, "text/html")
+_OFFERS = ("text/html", JSON_V1, HTML_V1)  # tie-break order: HTML stays the default
 
 
 class NotAcceptable(Exception):
@@ -20,7 +20,7 @@ class NotAcceptable(Exception):
 
 def negotiate(accept: str | None, fmt: str | None = None) -> str:
     """Pick the response type by ``Accept`` (q-values and specificity honoured; ties go to
-    JSON); a ``?format=`` query parameter wins."""
+    HTML); a ``?format=`` query parameter wins."""
     if fmt:
         if fmt in _OFFERS:
             return fmt

@@ -1,0 +1,207 @@
+"""Uploads: twine compatibility, write-once rules, refused archives, concurrent pushes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import threading
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from hub_server import models as m
+from hub_server.storage import blob_key
+
+from .conftest import Hub
+from .tools import twine_upload
+
+
+def test_twine_upload_reupload_and_conflict(hub: Hub, tmp_path: Path) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("twine-env")
+    wheel = hub.wheel(name)
+    r = twine_upload(f"{hub.url}/legacy/", token, wheel)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 200
+    # the identical file again: a no-op success
+    r = twine_upload(f"{hub.url}/legacy/", token, wheel)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # other bytes, same version: refused, and the message says what to do
+    other = hub.wheel(name, module_body="CHANGED = True\n")
+    assert other.name == wheel.name and other.read_bytes() != wheel.read_bytes()
+    r = twine_upload(f"{hub.url}/legacy/", token, other, verbose=True)
+    assert r.returncode != 0
+    assert "409" in r.stdout + r.stderr
+    assert "bump the version" in r.stdout + r.stderr
+    resp = hub.upload(other, token)
+    assert resp.status_code == 409
+    assert resp.json()["error"] == "conflict"
+    assert "bump the version" in resp.json()["message"]
+
+
+def test_identical_reupload_reports_not_created(hub: Hub) -> None:
+    _, token = hub.new_user()
+    wheel = hub.wheel(hub.unique("noop-env"))
+    first = hub.upload(wheel, token)
+    second = hub.upload(wheel, token)
+    assert first.status_code == second.status_code == 200
+    assert first.json()["created"] is True and second.json()["created"] is False
+
+
+def test_same_version_same_tags_under_another_filename_is_refused(hub: Hub) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("build-tag-env")
+    hub.upload(hub.wheel(name), token)
+    # a build tag makes another filename for the same version and tags
+    src = hub.wheel(name, module_body="X = 2\n")
+    dist = name.replace("-", "_")
+    renamed = src.with_name(f"{dist}-1.0.0-1-py3-none-any.whl")
+    src.rename(renamed)
+    resp = hub.upload(renamed, token)
+    assert resp.status_code == 409
+    assert "bump the version" in resp.json()["message"]
+
+
+def _zip(path: Path, members: dict[str, bytes], compress: int = zipfile.ZIP_DEFLATED) -> Path:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compress) as zf:
+        for n, d in members.items():
+            zf.writestr(n, d)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "needle"),
+    [
+        ("zip_bomb", "zip bomb"),
+        ("dotdot", "'..'"),
+        ("absolute", "absolute path"),
+        ("name_mismatch", "METADATA Name"),
+        ("version_mismatch", "METADATA Version"),
+        ("missing_metadata", "METADATA"),
+        ("not_a_zip", "not a valid zip"),
+        ("sdist", "only wheels"),
+    ],
+)
+def test_bad_uploads_refused_with_clear_message(hub: Hub, case: str, needle: str) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("bad-env")
+    dist = name.replace("-", "_")
+    fname = f"{dist}-1.0.0-py3-none-any.whl"
+    if case == "zip_bomb":
+        path = hub.wheel(name, extra_members={f"{dist}/data.bin": b"\0" * (20 * 1024 * 1024)})
+    elif case == "dotdot":
+        path = hub.wheel(name, extra_members={"../../etc/evil.py": b"x"})
+    elif case == "absolute":
+        path = hub.wheel(name, extra_members={"/tmp/evil.py": b"x"})
+    elif case == "name_mismatch":
+        path = hub.wheel(name, metadata_name="someone-else")
+    elif case == "version_mismatch":
+        path = hub.wheel(name, metadata_version="9.9.9")
+    elif case == "missing_metadata":
+        path = hub.wheel(name, omit_metadata=True)
+    elif case == "not_a_zip":
+        path = hub.tmp / "junk" / fname
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"this is not a zip archive")
+    else:
+        path = hub.tmp / "sd" / f"{dist}-1.0.0.tar.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\x1f\x8b not really")
+    resp = hub.upload(path, token)
+    assert resp.status_code in (400, 413), resp.text
+    assert needle in resp.json()["message"], resp.json()
+    # nothing was published
+    assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 404
+
+
+def test_name_taken_by_another_owner(hub: Hub) -> None:
+    first, t1 = hub.new_user()
+    _, t2 = hub.new_user()
+    name = hub.unique("taken-env")
+    assert hub.upload(hub.wheel(name), t1).status_code == 200
+    resp = hub.upload(hub.wheel(name, "2.0.0"), t2)
+    assert resp.status_code == 403
+    assert "taken by another owner" in resp.json()["message"]
+    assert first in resp.json()["message"]
+    # a differently spelled but equivalent name is the same name
+    resp = hub.upload(hub.wheel(name.replace("-", "_").upper(), "3.0.0"), t2)
+    assert resp.status_code == 403
+
+
+def test_upload_checksum_claim_must_match(hub: Hub) -> None:
+    _, token = hub.new_user()
+    resp = hub.upload(hub.wheel(hub.unique("sum-env")), token, sha256_digest="0" * 64)
+    assert resp.status_code == 400
+    assert "corrupted" in resp.json()["message"]
+
+
+def test_direct_url_dependency_refused_on_public_project(hub: Hub) -> None:
+    _, token = hub.new_user()
+    wheel = hub.wheel(hub.unique("url-env"), requires_dist=["evil @ https://example.com/evil.whl"])
+    resp = hub.upload(wheel, token)
+    assert resp.status_code == 400
+    assert "direct URL" in resp.json()["message"]
+
+
+def test_concurrent_pushes_of_same_new_version(hub: Hub) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("race-env")
+    wheels = [hub.wheel(name, module_body=f"WHO = {i}\n") for i in range(2)]
+    datas = [w.read_bytes() for w in wheels]
+    barrier = threading.Barrier(2)
+    results: list[httpx.Response] = [None, None]  # type: ignore[list-item]
+
+    def push(i: int) -> None:
+        barrier.wait()
+        results[i] = httpx.post(
+            f"{hub.url}/legacy/",
+            data={":action": "file_upload"},
+            files={"content": (wheels[i].name, datas[i])},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+
+    threads = [threading.Thread(target=push, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(r.status_code for r in results)
+    assert codes == [200, 409], [r.text for r in results]
+    winner = next(i for i, r in enumerate(results) if r.status_code == 200)
+    loser = 1 - winner
+    shas = [hashlib.sha256(d).hexdigest() for d in datas]
+    with hub.service.session() as db:
+        rows = db.execute(
+            select(m.File.sha256)
+            .join(m.Release)
+            .join(m.Environment)
+            .where(m.Environment.name == name)
+        ).all()
+        assert [r[0] for r in rows] == [shas[winner]]
+        assert (
+            db.scalar(
+                select(func.count())
+                .select_from(m.Release)
+                .join(m.Environment)
+                .where(m.Environment.name == name)
+            )
+            == 1
+        )
+    storage = hub.service.storage
+    assert storage.exists(blob_key(shas[winner]))
+    assert not storage.exists(blob_key(shas[loser]))
+    served = httpx.get(f"{hub.url}/files/{shas[winner][:2]}/{shas[winner]}/{wheels[0].name}")
+    assert served.content == datas[winner]
+
+
+def test_upload_needs_credentials(hub: Hub) -> None:
+    resp = hub.upload(hub.wheel(hub.unique("anon-env")), None)
+    assert resp.status_code == 401
+    assert "WWW-Authenticate" in resp.headers or "www-authenticate" in resp.headers
