@@ -437,13 +437,14 @@ class Environment:
         started = time.perf_counter()
         try:
             if self.timeout_seconds is not None and self.timeout_seconds > 0:
-                async with asyncio.timeout(self.timeout_seconds) as cm:
-                    try:
+                cm = asyncio.timeout(self.timeout_seconds)
+                try:
+                    async with cm:
                         await self._loop(state)
-                    except TimeoutError:
-                        if not cm.expired():
-                            raise
-                        raise _RolloutTimeout from None
+                except TimeoutError:
+                    if not cm.expired():
+                        raise
+                    raise _RolloutTimeout from None
             else:
                 await self._loop(state)
         except _RolloutTimeout:
