@@ -1,0 +1,230 @@
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.train.fakes import FakeClock, FakeEndpoint, FakeEnv, rows
+from verifiers.errors import ConfigError, InfraError
+from verifiers.train.rollout_source import DifficultyConfig, RolloutSource, RolloutSourceConfig
+
+
+def alternating() -> object:
+    """Per prompt: A, B, A, B, ... (every group of 2+ has reward variance)."""
+    seen: Counter[str] = Counter()
+
+    def answer(text: str, _: int) -> str:
+        seen[text] += 1
+        return "A" if seen[text] % 2 else "B"
+
+    return answer
+
+
+def _setup(latencies: list[float], n_rows: int = 6, answer=None, **cfg):  # type: ignore[no-untyped-def]
+    clock = FakeClock()
+    log: list[tuple[str, str]] = []
+    answer = answer or alternating()
+    eps = [
+        FakeEndpoint(name, clock, lat, answer, log)
+        for name, lat in zip("ab", latencies, strict=False)
+    ]
+    env = FakeEnv(rows(n_rows))
+    cfg.setdefault("rollouts_per_example", 2)
+    src = RolloutSource(env, eps, RolloutSourceConfig(**cfg), clock=clock)
+    return clock, eps, env, src
+
+
+async def test_round_robin_over_endpoints_with_each_group_on_one() -> None:
+    clock, (a, b), env, src = _setup(
+        [1.0, 1.0], rollouts_per_example=4, groups_per_batch=2, max_in_flight=4
+    )
+    for step in range(3):
+        batch = await clock.run(src.next_batch(step))
+        assert len({s.group_id for s in batch.samples}) == 2
+        assert len(batch.samples) == 8
+    assert [name for name, _ in env.launches] == ["a", "b"] * (len(env.launches) // 2)
+    assert a.calls == b.calls == 4 * src.client_groups[0]
+    # all rollouts of one group went to one endpoint
+    by_prompt: dict[str, set[str]] = {}
+    for name, text in a.log[:16]:
+        by_prompt.setdefault(text, set()).add(name)
+    assert all(len(v) == 1 for v in by_prompt.values())
+    await src.close()
+
+
+async def test_in_flight_limit_counts_running_and_buffered_groups() -> None:
+    clock, _, env, src = _setup([1.0, 1.0], groups_per_batch=1, max_in_flight=3)
+    batch = await clock.run(src.next_batch(0))
+    # 3 launched, all finished, 1 consumed, 1 launched to refill: 3 produced but unconsumed
+    assert len(env.launches) == 4
+    assert (batch.metrics["buffered"], batch.metrics["in_flight"]) == (2, 1)
+    await src.close()
+
+
+async def test_stale_in_flight_groups_are_cancelled() -> None:
+    clock, (a, b), env, src = _setup(
+        [1.0, 1000.0], groups_per_batch=1, max_in_flight=3, max_off_policy_steps=2
+    )
+    cancelled = 0
+    for step in range(5):
+        batch = await clock.run(src.next_batch(step))
+        cancelled += batch.counts["stale_cancelled"]
+        assert batch.samples
+        for s in batch.samples:
+            assert step - s.policy_version <= 2
+        assert batch.metrics["off_policy_lag_max"] <= 2
+    # the slow endpoint's groups launched at version 0 outlived the bound and were cancelled
+    assert cancelled >= 2
+    assert b.cancelled == 2 * cancelled  # both rollouts of each cancelled group
+    assert clock.now < 1000.0  # nobody waited for the slow endpoint
+    await src.close()
+
+
+async def test_stale_buffered_groups_are_dropped() -> None:
+    clock, _, _, src = _setup(
+        [1.0, 1.0], groups_per_batch=1, max_in_flight=4, max_off_policy_steps=1
+    )
+    first = await clock.run(src.next_batch(0))
+    assert first.metrics["buffered"] == 3
+    later = await clock.run(src.next_batch(5))
+    assert later.counts["stale_dropped"] == 3
+    assert all(s.policy_version == 5 for s in later.samples)
+    assert src.counts["stale_dropped"] == 3
+    await src.close()
+
+
+def _by_difficulty(text: str, _: int, seen: Counter[str] = Counter()) -> str:
+    i = int(text[1:])
+    if i < 2:
+        return "A"  # easy: always right
+    if i < 4:
+        return "B"  # hard: always wrong
+    seen[text] += 1
+    return "A" if seen[text] % 2 else "B"
+
+
+@pytest.mark.parametrize(
+    ("ratios", "expect_hard_share"),
+    [((0.0, 1.0, 0.0), (0.0, 0.0)), ((0.0, 0.5, 0.5), (0.3, 0.7))],
+)
+async def test_difficulty_pools_follow_pass_rates_and_ratios(
+    ratios: tuple[float, float, float], expect_hard_share: tuple[float, float]
+) -> None:
+    easy, normal, hard = ratios
+    difficulty = DifficultyConfig(easy_ratio=easy, normal_ratio=normal, hard_ratio=hard)
+    clock, _, env, src = _setup(
+        [1.0, 1.0],
+        answer=_by_difficulty,
+        groups_per_batch=1,
+        max_in_flight=2,
+        difficulty=difficulty,
+        seed=3,
+    )
+    # the first pass over the data classifies every example
+    while len({e for _, e in env.launches}) < 6:
+        await clock.run(src.next_batch(0))
+    await clock.run(src.next_batch(0))
+    assert [src.pool_of(i) for i in range(6)] == ["easy"] * 2 + ["hard"] * 2 + ["normal"] * 2
+    start = len(env.launches)
+    for _ in range(20):
+        batch = await clock.run(src.next_batch(0))
+        assert {s.example_id for s in batch.samples} <= {4, 5}  # easy/hard groups have no variance
+    drawn = [e for _, e in env.launches[start:]]
+    assert not any(e < 2 for e in drawn)  # easy ratio 0: never drawn again
+    share = sum(1 for e in drawn if e in (2, 3)) / len(drawn)
+    assert expect_hard_share[0] <= share <= expect_hard_share[1]
+    assert batch.metrics["pool_easy"] == 2 and batch.metrics["pool_hard"] == 2
+    await src.close()
+
+
+async def test_empty_pools_fall_back_instead_of_stalling() -> None:
+    difficulty = DifficultyConfig(easy_ratio=0.0, normal_ratio=1.0, hard_ratio=0.0)
+    clock, _, _, src = _setup(
+        [1.0],
+        n_rows=2,
+        answer=lambda t, i: "A",
+        groups_per_batch=1,
+        max_in_flight=1,
+        difficulty=difficulty,
+        filter_zero_variance=False,
+    )
+    for step in range(4):
+        await clock.run(src.next_batch(step))
+    assert src.counts["pool_fallback"] >= 1
+    await src.close()
+
+
+async def test_zero_variance_filter_and_pluggable_advantages() -> None:
+    clock = FakeClock()
+    log: list[tuple[str, str]] = []
+    answer = alternating()
+    ep = FakeEndpoint("a", clock, 1.0, answer, log)
+    src = RolloutSource(
+        FakeEnv(rows(2)),
+        [ep],
+        RolloutSourceConfig(rollouts_per_example=3, groups_per_batch=1, max_in_flight=1),
+        advantage_fn=lambda rs: [10 * r for r in rs],
+        clock=clock,
+    )
+    batch = await clock.run(src.next_batch(0))
+    assert sorted(s.advantage for s in batch.samples) == [0.0, 10.0, 10.0]
+    # with 1 rollout per group every group has zero variance -> filtered, and counted
+    src1 = RolloutSource(
+        FakeEnv(rows(2)),
+        [ep],
+        RolloutSourceConfig(
+            rollouts_per_example=1, groups_per_batch=1, max_in_flight=1, filter_zero_variance=False
+        ),
+        clock=clock,
+    )
+    b1 = await clock.run(src1.next_batch(0))
+    assert b1.samples[0].advantage == 0.0
+    await src.close()
+    await src1.close()
+
+
+async def test_errored_rollouts_dropped_and_counted_then_persistent_failure_raises() -> None:
+    clock = FakeClock()
+    log: list[tuple[str, str]] = []
+    calls = Counter[str]()
+
+    def flaky(text: str, i: int) -> str:
+        calls[text] += 1
+        if calls[text] == 1:
+            raise RuntimeError("endpoint hiccup")
+        return "A" if calls[text] % 2 else "B"
+
+    ep = FakeEndpoint("a", clock, 1.0, flaky, log)
+    src = RolloutSource(
+        FakeEnv(rows(3)),
+        [ep],
+        RolloutSourceConfig(rollouts_per_example=3, groups_per_batch=1, max_in_flight=1),
+        clock=clock,
+    )
+    batch = await clock.run(src.next_batch(0))
+    assert batch.counts["errored_rollouts"] == 1
+    assert len(batch.samples) == 2
+
+    def down(text: str, i: int) -> str:
+        raise RuntimeError("connection refused")
+
+    dead = FakeEndpoint("a", clock, 1.0, down, log)
+    src2 = RolloutSource(
+        FakeEnv(rows(3)),
+        [dead],
+        RolloutSourceConfig(
+            rollouts_per_example=2, groups_per_batch=1, max_in_flight=1, max_failed_groups=3
+        ),
+        clock=clock,
+    )
+    with pytest.raises(InfraError, match="3 groups in a row.*connection refused"):
+        await clock.run(src2.next_batch(0))
+    await src.close()
+    await src2.close()
+
+
+def test_config_is_validated() -> None:
+    with pytest.raises(ConfigError, match="max_in_flight"):
+        RolloutSourceConfig(groups_per_batch=4, max_in_flight=2)
+    with pytest.raises(ConfigError, match="ratios"):
+        DifficultyConfig(easy_ratio=0, normal_ratio=0, hard_ratio=0)
