@@ -18,12 +18,21 @@ __all__ = ["cleanup", "discover", "group_reward", "is_group_reward", "stop", "te
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _marker(kind: str) -> Any:
+class _Marker:
+    """A decorator usable bare (``@vf.stop``) or with options (``@vf.stop(priority=10)``)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.__name__ = kind
+        self.__doc__ = f"Mark a method as a ``{kind}`` hook (optionally ``priority=N``; higher first)."
+
     @overload
-    def deco(func: F, *, priority: int = 0) -> F: ...
+    def __call__(self, func: F, *, priority: int = 0) -> F: ...
     @overload
-    def deco(func: None = None, *, priority: int = 0) -> Callable[[F], F]: ...
-    def deco(func: F | None = None, *, priority: int = 0) -> F | Callable[[F], F]:
+    def __call__(self, func: None = None, *, priority: int = 0) -> Callable[[F], F]: ...
+    def __call__(self, func: F | None = None, *, priority: int = 0) -> F | Callable[[F], F]:
+        kind = self.kind
+
         def mark(f: F) -> F:
             setattr(f, kind, True)
             setattr(f, f"{kind}_priority", priority)
@@ -31,14 +40,10 @@ def _marker(kind: str) -> Any:
 
         return mark(func) if func is not None else mark
 
-    deco.__name__ = kind
-    deco.__doc__ = f"Mark a method as a ``{kind}`` hook (optionally ``priority=N``; higher first)."
-    return deco
 
-
-stop = _marker("stop")
-cleanup = _marker("cleanup")
-teardown = _marker("teardown")
+stop = _Marker("stop")
+cleanup = _Marker("cleanup")
+teardown = _Marker("teardown")
 
 
 def discover(obj: object, kind: str) -> list[Callable[..., Any]]:

@@ -629,7 +629,7 @@ class Environment:
         if not self.timeout_seconds:
             return None
         now = time.time()
-        start = min(s["timing"]["start"] for s in states)
+        start = float(min(s["timing"]["start"] for s in states))
         return max(self.timeout_seconds - (now - start), 0.0)
 
     def add_metrics(self, state: State) -> None:

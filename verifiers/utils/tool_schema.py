@@ -72,10 +72,10 @@ def _type_schema(tp: Any, where: str) -> dict[str, Any]:
             return {"type": [s["type"] for s in subs]}
         return {"anyOf": subs}
     if origin in (list, set, frozenset, typing.Sequence, typing.Iterable) or tp in (list, set):
-        schema: dict[str, Any] = {"type": "array"}
+        array: dict[str, Any] = {"type": "array"}
         if args:
-            schema["items"] = _type_schema(args[0], where)
-        return schema
+            array["items"] = _type_schema(args[0], where)
+        return array
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": _type_schema(args[0], where)}
@@ -86,10 +86,10 @@ def _type_schema(tp: Any, where: str) -> dict[str, Any]:
             "maxItems": len(args),
         }
     if origin is dict or tp is dict:
-        schema = {"type": "object"}
+        obj: dict[str, Any] = {"type": "object"}
         if len(args) == 2:
-            schema["additionalProperties"] = _type_schema(args[1], where)
-        return schema
+            obj["additionalProperties"] = _type_schema(args[1], where)
+        return obj
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return {"enum": [m.value for m in tp]}
     if isinstance(tp, type) and typing.is_typeddict(tp):
