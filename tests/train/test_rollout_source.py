@@ -62,7 +62,7 @@ async def test_in_flight_limit_counts_running_and_buffered_groups() -> None:
 
 
 async def test_stale_in_flight_groups_are_cancelled() -> None:
-    clock, (a, b), env, src = _setup(
+    clock, (_, b), _env, src = _setup(
         [1.0, 1000.0], groups_per_batch=1, max_in_flight=3, max_off_policy_steps=2
     )
     cancelled = 0
@@ -93,14 +93,20 @@ async def test_stale_buffered_groups_are_dropped() -> None:
     await src.close()
 
 
-def _by_difficulty(text: str, _: int, seen: Counter[str] = Counter()) -> str:
-    i = int(text[1:])
-    if i < 2:
-        return "A"  # easy: always right
-    if i < 4:
-        return "B"  # hard: always wrong
-    seen[text] += 1
-    return "A" if seen[text] % 2 else "B"
+def _by_difficulty() -> object:
+    """q0, q1 always right (easy); q2, q3 always wrong (hard); q4, q5 alternate (normal)."""
+    seen: Counter[str] = Counter()
+
+    def answer(text: str, _: int) -> str:
+        i = int(text[1:])
+        if i < 2:
+            return "A"
+        if i < 4:
+            return "B"
+        seen[text] += 1
+        return "A" if seen[text] % 2 else "B"
+
+    return answer
 
 
 @pytest.mark.parametrize(
@@ -114,7 +120,7 @@ async def test_difficulty_pools_follow_pass_rates_and_ratios(
     difficulty = DifficultyConfig(easy_ratio=easy, normal_ratio=normal, hard_ratio=hard)
     clock, _, env, src = _setup(
         [1.0, 1.0],
-        answer=_by_difficulty,
+        answer=_by_difficulty(),
         groups_per_batch=1,
         max_in_flight=2,
         difficulty=difficulty,
@@ -217,7 +223,7 @@ async def test_errored_rollouts_dropped_and_counted_then_persistent_failure_rais
         ),
         clock=clock,
     )
-    with pytest.raises(InfraError, match="3 groups in a row.*connection refused"):
+    with pytest.raises(InfraError, match=r"3 groups in a row.*connection refused"):
         await clock.run(src2.next_batch(0))
     await src.close()
     await src2.close()
