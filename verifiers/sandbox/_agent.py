@@ -1,0 +1,214 @@
+"""The agent that runs inside a local sandbox (bwrap, subprocess).
+
+It is started as ``python3 -I -S -c <this source> FD CONFIG_JSON`` and uses the standard library
+only, so any Python 3.8+ interpreter inside the sandbox can run it. FD is one end of an
+``AF_UNIX``/``SOCK_SEQPACKET`` socket pair; the host holds the other end.
+
+Protocol: every message is one JSON object in one packet.
+
+host -> agent
+    ``{"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": str|null, "timeout": s|null,
+    "stdin": bool}`` with 2 or 3 file descriptors attached (stdin when ``"stdin"``, stdout,
+    stderr): fork, exec in a new session with the sandbox's rlimits. ``timeout`` kills the
+    command's process group at the deadline.
+    ``{"op": "kill", "id": N}``: kill the command's process group now.
+agent -> host
+    ``{"op": "ready", "pid": P}`` once, at start.
+    ``{"op": "exit", "id": N, "status": S, "timed_out": b, "duration": s, "cpu": s,
+    "maxrss_kb": k}``: the command ended; ``status`` is the exit code, or ``-signal``.
+
+The agent exits, killing every command it started, when the host end of the socket closes.
+Orphans (children that detach with ``setsid``) are reaped and killed by the sandbox's pid
+namespace, not by the agent.
+"""
+
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import time
+
+_RLIMITS = {
+    "as": resource.RLIMIT_AS,
+    "cpu": resource.RLIMIT_CPU,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "nproc": resource.RLIMIT_NPROC,
+    "core": resource.RLIMIT_CORE,
+}
+
+
+class _Job:
+    __slots__ = ("deadline", "id", "pid", "start", "timed_out")
+
+    def __init__(self, job_id: int, pid: int, start: float, deadline: float | None) -> None:
+        self.id = job_id
+        self.pid = pid
+        self.start = start
+        self.deadline = deadline
+        self.timed_out = False
+
+
+def _child(msg: dict, fds: list, config: dict) -> None:  # type: ignore[type-arg]
+    """In the forked child: set up stdio, limits and cwd, then exec. Never returns."""
+    code = 127
+    try:
+        os.setsid()
+        for sig in (signal.SIGPIPE, signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        stdio = list(fds)
+        if not msg.get("stdin"):
+            stdio.insert(0, os.open("/dev/null", os.O_RDONLY))
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)
+        os.closerange(3, 1 << 16)
+        for name, value in config.get("rlimits", {}).items():
+            resource.setrlimit(_RLIMITS[name], (value, value))
+        cwd = os.path.join(config["workdir"], msg.get("cwd") or ".")
+        try:
+            os.chdir(cwd)
+        except OSError as e:
+            code = 1
+            raise OSError(f"cannot change directory to {cwd}: {e.strerror}") from None
+        argv = msg["argv"]
+        try:
+            os.execvpe(argv[0], argv, msg["env"])
+        except FileNotFoundError:
+            raise OSError(f"{argv[0]}: command not found") from None
+        except PermissionError:
+            code = 126
+            raise OSError(f"{argv[0]}: permission denied") from None
+    except BaseException as e:  # report anything, then exit
+        try:
+            os.write(2, f"sandbox: {e}\n".encode())
+        finally:
+            os._exit(code)
+
+
+def _kill(pid: int) -> None:
+    """Kill a command's process group, and the command itself in case it has not yet made
+    its own session (just forked)."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    config = json.loads(sys.argv[2])
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    jobs: dict[int, _Job] = {}  # by pid
+    by_id: dict[int, _Job] = {}
+
+    def send(obj: dict) -> None:  # type: ignore[type-arg]
+        try:
+            sock.sendall(json.dumps(obj).encode())
+        except OSError:
+            shutdown()
+
+    def shutdown() -> None:
+        for job in jobs.values():
+            _kill(job.pid)
+        os._exit(0)
+
+    def reap() -> None:
+        while jobs:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if info is None:
+                return
+            pid = info.si_pid
+            # the session may hold more processes (a pipeline, background jobs): end them
+            # while the leader is a zombie, so that its pid (the group id) cannot be reused
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _, status, usage = os.wait4(pid, 0)
+            job = jobs.pop(pid, None)
+            if job is None:
+                continue
+            by_id.pop(job.id, None)
+            send(
+                {
+                    "op": "exit",
+                    "id": job.id,
+                    "status": os.waitstatus_to_exitcode(status),
+                    "timed_out": job.timed_out,
+                    "duration": time.monotonic() - job.start,
+                    "cpu": usage.ru_utime + usage.ru_stime,
+                    "maxrss_kb": usage.ru_maxrss,
+                }
+            )
+
+    def handle(msg: dict, fds: list) -> None:  # type: ignore[type-arg]
+        op = msg.get("op")
+        if op == "run":
+            start = time.monotonic()
+            pid = os.fork()
+            if pid == 0:
+                _child(msg, fds, config)
+            for fd in fds:
+                os.close(fd)
+            timeout = msg.get("timeout")
+            job = _Job(msg["id"], pid, start, start + timeout if timeout is not None else None)
+            jobs[pid] = job
+            by_id[job.id] = job
+        elif op == "kill":
+            for fd in fds:
+                os.close(fd)
+            target = by_id.get(msg["id"])
+            if target is not None:
+                _kill(target.pid)
+        else:
+            for fd in fds:
+                os.close(fd)
+
+    send({"op": "ready", "pid": os.getpid()})
+    while True:
+        now = time.monotonic()
+        deadlines = [
+            j.deadline for j in jobs.values() if j.deadline is not None and not j.timed_out
+        ]
+        wait = max(0.0, min(deadlines) - now) if deadlines else None
+        try:
+            readable, _, _ = select.select([sock.fileno(), wake_r], [], [], wait)
+        except InterruptedError:
+            readable = []
+        if wake_r in readable:
+            try:
+                while os.read(wake_r, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        if sock.fileno() in readable:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 16)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                shutdown()
+            handle(json.loads(data), fds)
+        now = time.monotonic()
+        for job in jobs.values():
+            if job.deadline is not None and not job.timed_out and now >= job.deadline:
+                job.timed_out = True
+                _kill(job.pid)
+        reap()
+
+
+if __name__ == "__main__":
+    main()

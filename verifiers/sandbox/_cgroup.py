@@ -1,0 +1,192 @@
+"""Per-sandbox cgroups (pids, memory) where the host lets us create them.
+
+Each sandbox gets ``vf-sandbox-<host pid>-<id>`` under this process's own cgroup in every
+hierarchy that has the controller (cgroup v1 per-controller mounts, or a delegated cgroup v2
+subtree). Nothing here is required: when no cgroup is writable, the rlimits alone apply.
+Groups left behind by a process that was SIGKILLed are swept the next time one is created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "vf-sandbox-"
+
+
+def _mounts() -> tuple[dict[str, Path], Path | None]:
+    """cgroup v1 mount point per controller, and the cgroup v2 mount point."""
+    v1: dict[str, Path] = {}
+    v2: Path | None = None
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return v1, v2
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        rest = right.split()
+        if len(fields) < 5 or len(rest) < 3:
+            continue
+        fstype, options = rest[0], rest[2].split(",")
+        if fstype == "cgroup":
+            for ctrl in ("pids", "memory"):
+                if ctrl in options:
+                    v1[ctrl] = Path(fields[4])
+        elif fstype == "cgroup2" and v2 is None:
+            v2 = Path(fields[4])
+    return v1, v2
+
+
+def _own_paths() -> tuple[dict[str, str], str | None]:
+    v1: dict[str, str] = {}
+    v2: str | None = None
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return v1, v2
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if ctrls == "":
+            v2 = path
+        for ctrl in ctrls.split(","):
+            if ctrl in ("pids", "memory"):
+                v1[ctrl] = path
+    return v1, v2
+
+
+@dataclass(frozen=True)
+class _Parent:
+    controller: str
+    path: Path
+    v2: bool
+
+
+_PARENTS: list[_Parent] | None = None
+
+
+def _parents() -> list[_Parent]:
+    """Where sandbox cgroups can be created, one per controller (computed once)."""
+    global _PARENTS
+    if _PARENTS is not None:
+        return _PARENTS
+    found: list[_Parent] = []
+    mounts, v2_mount = _mounts()
+    own, v2_own = _own_paths()
+    for ctrl in ("pids", "memory"):
+        if ctrl in mounts and ctrl in own:
+            path = mounts[ctrl] / own[ctrl].lstrip("/")
+            if os.access(path, os.W_OK):
+                found.append(_Parent(ctrl, path, v2=False))
+    if v2_mount is not None and v2_own is not None:
+        path = v2_mount / v2_own.lstrip("/")
+        try:
+            available = (path / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            available = []
+        for ctrl in ("pids", "memory"):
+            if ctrl in available and not any(p.controller == ctrl for p in found):
+                if os.access(path, os.W_OK):
+                    found.append(_Parent(ctrl, path, v2=True))
+    _PARENTS = found
+    for parent in found:
+        _sweep(parent.path)
+    return found
+
+
+def _sweep(parent: Path) -> None:
+    """Remove groups whose creating process is gone (it was SIGKILLed)."""
+    with contextlib.suppress(OSError):
+        for child in parent.iterdir():
+            if not child.name.startswith(PREFIX):
+                continue
+            try:
+                owner = int(child.name[len(PREFIX) :].split("-")[0])
+            except ValueError:
+                continue
+            if owner != os.getpid() and not _alive(owner):
+                _remove(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove(group: Path) -> None:
+    for _ in range(100):
+        try:
+            pids = (group / "cgroup.procs").read_text().split()
+        except OSError:
+            pids = []
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            os.sched_yield()
+
+
+class SandboxCgroup:
+    """The cgroups of one sandbox. ``procs_files`` are written with the launcher's pid."""
+
+    def __init__(self, sandbox_id: str, memory_bytes: int | None, max_pids: int | None) -> None:
+        self.groups: dict[str, Path] = {}
+        name = f"{PREFIX}{os.getpid()}-{sandbox_id}"
+        for parent in _parents():
+            if parent.controller == "memory" and memory_bytes is None:
+                continue
+            if parent.controller == "pids" and max_pids is None:
+                continue
+            group = parent.path / name
+            try:
+                group.mkdir()
+                if parent.controller == "pids":
+                    (group / "pids.max").write_text(str(max_pids))
+                elif parent.v2:
+                    (group / "memory.max").write_text(str(memory_bytes))
+                    (group / "memory.swap.max").write_text("0")
+                else:
+                    (group / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    with contextlib.suppress(OSError):
+                        (group / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    group.rmdir()
+                continue
+            self.groups[parent.controller] = group
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(g / "cgroup.procs") for g in self.groups.values()]
+
+    def oom_kills(self) -> int | None:
+        group = self.groups.get("memory")
+        if group is None:
+            return None
+        name = "memory.events" if (group / "memory.events").exists() else "memory.oom_control"
+        try:
+            for line in (group / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except OSError:
+            return None
+        return 0
+
+    def remove(self) -> None:
+        for group in self.groups.values():
+            _remove(group)
+        self.groups.clear()

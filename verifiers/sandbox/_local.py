@@ -1,0 +1,483 @@
+"""Host side of the local backends: a sandbox is one process tree running the agent
+(``_agent.py``), driven over a ``SOCK_SEQPACKET`` socket. Command stdio is passed to the agent
+as file descriptors, so output flows from the program straight to the host (no copy through
+the agent) and a persistent worker's round trip is one pipe write and one pipe read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+from abc import abstractmethod
+from collections import deque
+from pathlib import Path
+from typing import Any, ClassVar
+
+from verifiers.errors import SandboxError
+from verifiers.sandbox.base import RawExecResult, Sandbox, SandboxLimits, SandboxProcess
+
+AGENT_SOURCE = (Path(__file__).with_name("_agent.py")).read_text()
+
+# pids to SIGKILL if the interpreter exits with sandboxes still live (the SIGKILL case is
+# covered by --die-with-parent / the agent's socket closing)
+_LIVE: dict[int, tuple[int, ...]] = {}
+
+
+@atexit.register
+def _kill_live_sandboxes() -> None:
+    for pids in list(_LIVE.values()):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    _LIVE.clear()
+
+
+class _Collector:
+    """Reads a non-blocking pipe into memory up to a cap, discarding the rest."""
+
+    __slots__ = ("buf", "cap", "closed", "fd", "loop", "total")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, cap: int) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.cap = cap
+        self.buf = bytearray()
+        self.total = 0
+        self.closed = False
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self.read)
+
+    def read(self) -> None:
+        while not self.closed:
+            try:
+                chunk = os.read(self.fd, 1 << 18)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close()
+                return
+            self.total += len(chunk)
+            room = self.cap - len(self.buf)
+            if room > 0:
+                self.buf += chunk[:room]
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.buf)
+
+
+class _Job:
+    """One command started through the agent; resolved by its ``exit`` message."""
+
+    __slots__ = ("exit", "id")
+
+    def __init__(self, job_id: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.id = job_id
+        self.exit: asyncio.Future[dict[str, Any]] = loop.create_future()
+
+
+class LocalProcess(SandboxProcess):
+    """A process started through the agent, with its stdin/stdout pipes held by the host."""
+
+    def __init__(
+        self,
+        sandbox: AgentSandbox,
+        job: _Job,
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        stderr: _TailReader,
+    ) -> None:
+        self._sandbox = sandbox
+        self._job = job
+        self._stdin = stdin
+        self._stdout = stdout
+        self._stderr = stderr
+
+    async def write(self, data: bytes) -> None:
+        try:
+            self._stdin.write(data)
+            await self._stdin.drain()
+        except (ConnectionError, RuntimeError) as e:
+            raise BrokenPipeError(f"the process's stdin is closed: {e}") from e
+
+    async def close_stdin(self) -> None:
+        with contextlib.suppress(Exception):
+            self._stdin.close()
+
+    async def readline(self) -> bytes:
+        return await self._guard(self._stdout.readline())
+
+    async def readexactly(self, n: int) -> bytes:
+        return await self._guard(self._stdout.readexactly(n))
+
+    async def _guard(self, aw: Any) -> bytes:
+        try:
+            data: bytes = await aw
+        except asyncio.IncompleteReadError as e:
+            return e.partial
+        return data
+
+    async def wait(self) -> int:
+        info = await asyncio.shield(self._job.exit)
+        self.returncode = int(info["status"])
+        return self.returncode
+
+    async def kill(self) -> None:
+        if not self._job.exit.done():
+            with contextlib.suppress(SandboxError):
+                await self._sandbox._send({"op": "kill", "id": self._job.id})
+            with contextlib.suppress(SandboxError):
+                await self.wait()
+        await self.close_stdin()
+
+    def stderr_tail(self) -> bytes:
+        return bytes(self._stderr.tail)
+
+
+class _TailReader(asyncio.Protocol):
+    """Keeps the last ``size`` bytes of a pipe (a worker's stderr), so it never blocks."""
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self.tail: deque[int] = deque(maxlen=size)
+
+    def data_received(self, data: bytes) -> None:
+        self.tail.extend(data)
+
+
+class AgentSandbox(Sandbox):
+    """Base of the backends whose sandbox is a local process tree running the agent."""
+
+    #: close the agent's socket and let it end its commands before killing it
+    _graceful_stop: ClassVar[bool] = False
+
+    def __init__(self, limits: SandboxLimits | None = None, *, network: bool = False) -> None:
+        super().__init__(limits, network=network)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._jobs: dict[int, _Job] = {}
+        self._ids = itertools.count(1)
+        self._reader: asyncio.Task[None] | None = None
+        self._dead: str | None = None
+        self._extra_pids: list[int] = []
+
+    # backend hooks for subclasses ----------------------------------------------------------
+
+    @abstractmethod
+    def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
+        """The argv that runs the agent with ``agent_fd`` inherited."""
+
+    @abstractmethod
+    def _workdir(self) -> str:
+        """The work dir as seen from inside the sandbox."""
+
+    def _popen_kwargs(self) -> dict[str, Any]:
+        return {}
+
+    async def _after_start(self) -> None:
+        """Called once the agent is ready."""
+
+    async def _cleanup(self) -> None:
+        """Called after every process of the sandbox is gone."""
+
+    def _oom_count(self) -> int | None:
+        return None
+
+    # lifecycle -----------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = host
+        host.setblocking(False)
+        config = {"workdir": self._workdir(), "rlimits": self.limits.rlimits()}
+        try:
+            argv = self._launch(child.fileno(), config)
+            # Popen (vfork) rather than asyncio's subprocess: no child-watcher thread per
+            # sandbox; the exit is observed through the agent's socket and a pidfd
+            self._proc = subprocess.Popen(  # noqa: ASYNC220
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(child.fileno(),),
+                start_new_session=True,
+                **self._popen_kwargs(),
+            )
+        except OSError as e:
+            raise SandboxError(
+                f"cannot launch the {self.backend} sandbox ({argv[0]!r}): {e}"
+            ) from e
+        finally:
+            child.close()
+        _LIVE[id(self)] = (self._proc.pid,)
+        try:
+            ready = await asyncio.wait_for(self._recv(), self.limits.start_timeout)
+        except TimeoutError:
+            raise SandboxError(
+                f"{self.backend} sandbox did not start within {self.limits.start_timeout}s"
+            ) from None
+        if ready is None or ready.get("op") != "ready":
+            raise SandboxError(f"{self.backend} sandbox failed to start: {self._stderr_text()}")
+        self._reader = loop.create_task(self._read_loop())
+        await self._after_start()
+
+    def _stderr_text(self) -> str:
+        proc = self._proc
+        if proc is None or proc.stderr is None:
+            return "(no output)"
+        with contextlib.suppress(Exception):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(5)
+            return proc.stderr.read(8192).decode("utf-8", "replace").strip() or "(no output)"
+        return "(no output)"
+
+    async def _recv(self) -> dict[str, Any] | None:
+        assert self._sock is not None
+        data = await asyncio.get_running_loop().sock_recv(self._sock, 1 << 16)
+        if not data:
+            return None
+        msg: dict[str, Any] = json.loads(data)
+        return msg
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                msg = await self._recv()
+                if msg is None:
+                    break
+                if msg.get("op") == "exit":
+                    job = self._jobs.pop(int(msg["id"]), None)
+                    if job is not None and not job.exit.done():
+                        job.exit.set_result(msg)
+        except (OSError, ValueError) as e:
+            self._fail(f"lost the sandbox agent: {e}")
+            return
+        self._fail("the sandbox died" if not self._state.stopped else "the sandbox was stopped")
+
+    def _fail(self, reason: str) -> None:
+        if self._dead is None:
+            self._dead = reason
+        for job in self._jobs.values():
+            if not job.exit.done():
+                job.exit.set_exception(SandboxError(f"sandbox {self.id}: {reason}"))
+        self._jobs.clear()
+
+    async def _send(self, msg: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+        if self._dead is not None or self._sock is None:
+            raise SandboxError(f"sandbox {self.id}: {self._dead or 'not started'}")
+        data = json.dumps(msg).encode()
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                socket.send_fds(self._sock, [data], list(fds))
+                return
+            except BlockingIOError:
+                await _writable(loop, self._sock.fileno())
+            except OSError as e:
+                self._fail(f"lost the sandbox agent: {e}")
+                raise SandboxError(f"sandbox {self.id}: {self._dead}") from e
+
+    async def _stop(self) -> None:
+        proc = self._proc
+        self._fail("the sandbox was stopped")
+        if self._reader is not None:
+            # unregister the socket from the loop before closing it (its fd number is reused)
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+        if self._sock is not None:
+            # the agent kills what it started when its socket closes
+            self._sock.close()
+        if self._graceful_stop and proc is not None:
+            await _wait_pid_gone(proc.pid, 2.0)
+        pids = [p for p in (*self._extra_pids, proc.pid if proc else None) if p is not None]
+        waits = [_wait_pid_gone(pid) for pid in pids]
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.gather(*waits)
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=5)
+            if proc.stderr is not None:
+                proc.stderr.close()
+        _LIVE.pop(id(self), None)
+        await self._cleanup()
+
+    # commands ------------------------------------------------------------------------------
+
+    async def _run(
+        self,
+        argv: list[str],
+        stdin: bytes | None,
+        env: dict[str, str],
+        cwd: str | None,
+        timeout: float,  # noqa: ASYNC109
+        max_output_bytes: int,
+    ) -> RawExecResult:
+        loop = asyncio.get_running_loop()
+        job = _Job(next(self._ids), loop)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        send_fds = [out_w, err_w]
+        in_w = -1
+        if stdin is not None:
+            in_r, in_w = os.pipe2(os.O_CLOEXEC)
+            send_fds.insert(0, in_r)
+        out = _Collector(loop, out_r, max_output_bytes)
+        err = _Collector(loop, err_r, max_output_bytes)
+        oom_before = self._oom_count()
+        writer: asyncio.Task[None] | None = None
+        self._jobs[job.id] = job
+        msg = {"op": "run", "id": job.id, "argv": argv, "env": env, "cwd": cwd}
+        msg.update(timeout=timeout, stdin=stdin is not None)
+        try:
+            try:
+                await self._send(msg, send_fds)
+            finally:
+                for fd in send_fds:
+                    os.close(fd)
+            if stdin is not None:
+                writer = loop.create_task(_write_all(in_w, stdin))
+                in_w = -1
+            # the agent enforces the timeout; this one only catches a hung sandbox
+            try:
+                info = await asyncio.wait_for(asyncio.shield(job.exit), timeout + 30.0)
+            except TimeoutError:
+                await self.stop()
+                raise SandboxError(f"sandbox {self.id} did not answer; it was stopped") from None
+        except BaseException:
+            self._jobs.pop(job.id, None)
+            if not job.exit.done() and self._dead is None:
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(self._send({"op": "kill", "id": job.id}))
+            raise
+        finally:
+            out.read()
+            err.read()
+            out.close()
+            err.close()
+            if in_w >= 0:
+                os.close(in_w)
+            if writer is not None and not writer.done():
+                writer.cancel()
+        oom_after = self._oom_count()
+        return RawExecResult(
+            exit_code=int(info["status"]),
+            stdout=bytes(out.buf),
+            stderr=bytes(err.buf),
+            timed_out=bool(info["timed_out"]),
+            truncated=out.truncated or err.truncated,
+            duration_s=float(info["duration"]),
+            oom=oom_before is not None and oom_after is not None and oom_after > oom_before,
+            cpu_s=float(info["cpu"]),
+            max_rss_mb=float(info["maxrss_kb"]) / 1024.0,
+        )
+
+    async def _spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> SandboxProcess:
+        loop = asyncio.get_running_loop()
+        job = _Job(next(self._ids), loop)
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        self._jobs[job.id] = job
+        msg = {"op": "run", "id": job.id, "argv": argv, "env": env, "cwd": cwd}
+        msg.update(timeout=None, stdin=True)
+        try:
+            await self._send(msg, [in_r, out_w, err_w])
+        except BaseException:
+            self._jobs.pop(job.id, None)
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        stdout = asyncio.StreamReader(limit=1 << 24, loop=loop)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stdout, loop=loop), os.fdopen(out_r, "rb", 0)
+        )
+        tail = _TailReader()
+        await loop.connect_read_pipe(lambda: tail, os.fdopen(err_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", 0)
+        )
+        stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        return LocalProcess(self, job, stdin, stdout, tail)
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to a pipe without blocking the loop, then close it. A reader that
+    goes away (the program exits without reading) is not an error."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    try:
+        while view:
+            try:
+                n = os.write(fd, view[: 1 << 16])
+                view = view[n:]
+            except BlockingIOError:
+                await _writable(loop, fd)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        os.close(fd)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    ready: asyncio.Future[None] = loop.create_future()
+    loop.add_writer(fd, lambda: _resolve(ready))
+    try:
+        await ready
+    finally:
+        loop.remove_writer(fd)
+
+
+async def _wait_pid_gone(pid: int, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+    """Wait until process ``pid`` has exited (not necessarily our child), via a pidfd."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return  # already gone
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(pidfd, lambda: _resolve(done))
+    try:
+        await asyncio.wait_for(done, timeout)
+    except TimeoutError:
+        pass
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of ``pid`` (Linux ``/proc/PID/task/*/children``)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out.extend(int(p) for p in f.read().split())
+    return out

@@ -1,0 +1,167 @@
+"""The ``bwrap`` backend: bubblewrap namespaces, the default on Linux.
+
+Each sandbox is one ``bwrap`` process tree: every namespace unshared (user, pid, net, ipc, uts,
+mount, cgroup; the network is shared only when asked for), uid/gid 1000 inside, a read-only
+``/usr`` (plus the ``/bin``, ``/lib``, ``/lib64`` links and the dynamic linker cache), a private
+``/proc`` and ``/dev``, size-limited tmpfs for the work dir (``/home/user``) and ``/tmp``, a
+cleared environment. Nothing of the host's home, project checkout or ``/etc`` is visible. The
+work dir lives in the sandbox's own tmpfs, so it disappears with the sandbox: there is no host
+directory to leak.
+
+Commands get rlimits (address space, CPU time, file size, open files, processes); the sandbox
+gets a pids and a memory cgroup where one is writable. When run as root the sandbox runs as
+an unprivileged host uid (``nobody``), which also makes the process rlimit effective.
+
+Teardown: ``stop`` SIGKILLs the namespace's init, which makes the kernel kill every process in
+the pid namespace, detached ones included; ``--die-with-parent`` does the same when this
+Python process dies, even by SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from verifiers.errors import SandboxError
+from verifiers.sandbox._cgroup import SandboxCgroup
+from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, child_pids
+from verifiers.sandbox.base import WORKDIR, SandboxLimits
+
+__all__ = ["BwrapSandbox", "bwrap_available"]
+
+NOBODY = 65534
+_NETWORK_FILES = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/gai.conf",
+)
+_BASE_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
+
+
+def bwrap_available() -> bool:
+    return sys.platform.startswith("linux") and shutil.which("bwrap") is not None
+
+
+def _sandbox_python() -> tuple[str, list[str]]:
+    """A python3 for the agent, and the host paths to bind read-only for it.
+
+    The system interpreter under ``/usr`` needs nothing extra; otherwise this interpreter's
+    installation prefix (only that directory) is bound at the same path.
+    """
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.access(candidate, os.X_OK) and candidate.startswith("/usr/"):
+            return candidate, []
+    prefix = os.path.realpath(sys.base_prefix)
+    exe = os.path.join(prefix, "bin", "python3")
+    if not os.access(exe, os.X_OK):
+        raise SandboxError(
+            "no python3 for the sandbox: install the system python3 (apt-get install python3)"
+        )
+    return exe, [prefix]
+
+
+class BwrapSandbox(AgentSandbox):
+    """A sandbox made with bubblewrap (Linux). ``ro_binds`` maps extra host paths (read-only)
+    into the sandbox: ``{"/host/wheels": "/wheels"}``."""
+
+    backend = "bwrap"
+    isolated = True
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        network: bool = False,
+        ro_binds: dict[str, str] | None = None,
+        bwrap: str | None = None,
+    ) -> None:
+        super().__init__(limits, network=network)
+        self.ro_binds = dict(ro_binds or {})
+        self._bwrap = bwrap
+        self._cgroup: SandboxCgroup | None = None
+
+    def _workdir(self) -> str:
+        return WORKDIR
+
+    def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
+        bwrap = self._bwrap or shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxError(
+                "bubblewrap is not installed: `apt-get install bubblewrap` (Debian/Ubuntu), or "
+                "pick another backend: create_sandbox(backend='docker'|'remote'|'subprocess')"
+            )
+        python, python_binds = _sandbox_python()
+        argv = [bwrap, *self._bwrap_args(python_binds)]
+        argv += ["--", python, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd), _json(config)]
+        lim = self.limits
+        self._cgroup = SandboxCgroup(
+            self.id,
+            (lim.memory_mb << 20) if lim.memory_mb is not None else None,
+            lim.processes,
+        )
+        prefix: list[str] = []
+        files = self._cgroup.procs_files
+        if files:
+            # join the cgroups before bwrap starts, so every sandbox process is inside
+            script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; shift; n=$((n-1)); done; exec "$@"'
+            prefix = ["/bin/sh", "-c", script, "sh", str(len(files)), *files]
+        if os.geteuid() == 0:
+            prefix += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+        return prefix + argv
+
+    def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
+        lim = self.limits
+        args = ["--unshare-all", "--unshare-user", "--disable-userns"]
+        if self.network:
+            args.append("--share-net")
+        args += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
+        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args += ["--ro-bind", "/usr", "/usr"]
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            host = Path("/") / name
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), str(host)]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), str(host)]
+        files = _BASE_FILES + (_NETWORK_FILES if self.network else ())
+        for path in files:
+            args += ["--ro-bind-try", path, path]
+        for path in python_binds:
+            args += ["--ro-bind", path, path]
+        for host_path, inside in self.ro_binds.items():
+            if not os.path.exists(host_path):
+                raise SandboxError(f"ro_binds: {host_path} does not exist on the host")
+            args += ["--ro-bind", host_path, inside]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        for mount in ("/tmp", WORKDIR):
+            if lim.disk_mb is not None:
+                args += ["--size", str(lim.disk_mb << 20)]
+            args += ["--perms", "0755", "--tmpfs", mount]
+        # the root tmpfs bwrap builds is made read-only: only the work dir and /tmp are writable
+        args += ["--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
+        return args
+
+    async def _after_start(self) -> None:
+        if self._proc is not None:
+            # the pid namespace's init: killing it ends every process in the sandbox
+            self._extra_pids = child_pids(self._proc.pid)
+
+    def _oom_count(self) -> int | None:
+        return self._cgroup.oom_kills() if self._cgroup is not None else None
+
+    async def _cleanup(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.remove()
+
+
+def _json(obj: Any) -> str:
+    import json
+
+    return json.dumps(obj, separators=(",", ":"))

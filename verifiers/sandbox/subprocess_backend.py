@@ -1,0 +1,80 @@
+"""The ``subprocess`` backend: commands run as plain host processes. NO isolation.
+
+Only used when asked for by name (``create_sandbox(backend="subprocess")``), with a warning. It
+exists for machines without bubblewrap or a container engine, and as the baseline the
+benchmark compares against. The rlimits still apply; the work dir is a host temporary directory
+removed at stop (directories of a process that was SIGKILLed are removed by the next one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox
+from verifiers.sandbox.base import SandboxLimits, base_env
+
+__all__ = ["SubprocessSandbox"]
+
+_ROOT = Path(tempfile.gettempdir()) / f"vf-sandboxes-{os.getuid()}"
+_swept = False
+
+
+def _sweep() -> None:
+    """Remove work dirs left by processes that died without cleaning up."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    with contextlib.suppress(OSError):
+        for child in _ROOT.iterdir():
+            try:
+                owner = int(child.name.split("-")[0])
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                shutil.rmtree(child, ignore_errors=True)
+            except (ValueError, PermissionError):
+                continue
+
+
+class SubprocessSandbox(AgentSandbox):
+    """Runs commands as ordinary host processes in a temporary work dir (not isolated)."""
+
+    backend = "subprocess"
+    isolated = False
+    _graceful_stop = True
+
+    def __init__(self, limits: SandboxLimits | None = None, *, network: bool = False) -> None:
+        warnings.warn(
+            "the subprocess sandbox backend does not isolate anything: the program can read and "
+            "write your files and reach the network. Use it only for trusted code.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        super().__init__(limits, network=network)
+        self._dir: Path | None = None
+
+    def _workdir(self) -> str:
+        if self._dir is None:
+            _sweep()
+            _ROOT.mkdir(mode=0o700, exist_ok=True)
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=_ROOT))
+        return str(self._dir)
+
+    def _env(self, env: Any) -> dict[str, str]:
+        return base_env(env, home=self._workdir()) | {"TMPDIR": self._workdir()}
+
+    def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
+        import json
+
+        return [sys.executable, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd), json.dumps(config)]
+
+    async def _cleanup(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
