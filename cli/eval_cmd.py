@@ -44,46 +44,32 @@ def _json_arg(value: str | None, flag: str) -> dict[str, Any]:
 
 def _resolve_endpoint(
     model: str, base_url: str | None, key_var: str | None, endpoints_path: str | None
-) -> tuple[str, list[str], str | None]:
-    """(model name, base URLs, API key) from the flags and the endpoints registry."""
-    registry_path = endpoints_path or (
-        "configs/endpoints.toml" if Path("configs/endpoints.toml").is_file() else None
-    )
-    if registry_path:
-        from verifiers.clients.endpoints import load_endpoints
+) -> Any:
+    """The :class:`verifiers.EndpointConfig` for ``-m`` from the registry or the flags."""
+    from verifiers.clients.endpoints import EndpointConfig, load_endpoints
 
-        path = Path(registry_path)
-        if not path.is_file():
-            raise CLIError(f"endpoints file {registry_path} does not exist", exit_code=2)
-        endpoints = load_endpoints(path)
+    default_registry = Path("configs/endpoints.toml")
+    registry = endpoints_path or (str(default_registry) if default_registry.is_file() else None)
+    if registry:
+        if not Path(registry).is_file():
+            raise CLIError(f"endpoints file {registry} does not exist", exit_code=2)
+        endpoints = load_endpoints(registry)
         if model in endpoints:
             ep = endpoints[model]
-            urls = list(ep.base_urls)
-            var = key_var or ep.api_key_var
-            return ep.model, urls, os.environ.get(var) if var else None
+            if key_var:
+                import dataclasses
+
+                ep = dataclasses.replace(ep, api_key_var=key_var)
+            return ep
     url = base_url or os.environ.get("VF_BASE_URL") or DEFAULT_BASE_URL
-    var = key_var or DEFAULT_KEY_VAR
-    key = os.environ.get(var)
-    if key is None and url == DEFAULT_BASE_URL:
+    var = key_var or os.environ.get("VF_API_KEY_VAR") or DEFAULT_KEY_VAR
+    if os.environ.get(var) is None and url == DEFAULT_BASE_URL:
         raise CLIError(
             f"no API key: ${var} is not set",
             hint=f"export {var}=... , pass -k VAR_NAME, point -b at your own endpoint, or use -m oracle",
             exit_code=2,
         )
-    return model, [url], key
-
-
-class _RoundRobin:
-    """One client per replica URL; each example's group goes to the next replica."""
-
-    def __init__(self, clients: list[Any]) -> None:
-        self.clients = clients
-        self._next = 0
-
-    def for_group(self) -> Any:
-        client = self.clients[self._next % len(self.clients)]
-        self._next += 1
-        return client
+    return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
 
 
 @handle_errors
@@ -199,21 +185,9 @@ def eval_command(
     if model == "oracle":
         client, endpoint, model_name = vf.OracleClient(), None, "oracle"
     else:
-        model_name, urls, key = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
-
-        def make(url: str) -> Any:
-            if api_client_type == "openai":
-                import openai
-
-                return vf.OpenAIClient(
-                    openai.AsyncOpenAI(base_url=url, api_key=key or "EMPTY", timeout=timeout),
-                    retry=retry,
-                )
-            return vf.NativeClient(url, key, timeout=timeout, retry=retry)
-
-        clients = [make(u) for u in urls]
-        client = clients[0] if len(clients) == 1 else _RoundRobin(clients)
-        endpoint = urls[0] if len(urls) == 1 else ",".join(urls)
+        ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
+        client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
+        endpoint, model_name = ",".join(ep.base_urls), ep.model
 
     progress = None if as_json else _Progress(env_id, model_name)
 
@@ -235,8 +209,7 @@ def eval_command(
                 endpoint=endpoint,
             )
         finally:
-            for c in client.clients if isinstance(client, _RoundRobin) else [client]:
-                await c.close()
+            await client.close()
             await env.close()
 
     if progress:

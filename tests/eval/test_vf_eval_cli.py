@@ -178,3 +178,32 @@ def test_oracle_model_gets_full_reward(classic_envs_path: Path, tmp_path: Path) 
     summary = json.loads(proc.stdout)["summary"]
     assert summary["avg_reward"] == pytest.approx(1.2)
     assert summary["num_rollouts"] == 10
+
+
+def test_endpoint_alias_spreads_groups_over_replicas(
+    classic_envs_path: Path, tmp_path: Path
+) -> None:
+    with (
+        ServerProcess(responder="responders:solve") as a,
+        ServerProcess(responder="responders:solve") as b,
+    ):
+        (tmp_path / "endpoints.toml").write_text(
+            f'[toy]\nmodel = "toy-model"\nbase_url = ["{a.base_url}", "{b.base_url}"]\n'
+        )
+        proc = vf_eval(
+            "classic_single",
+            "-m",
+            "toy",
+            "-e",
+            "endpoints.toml",
+            "-n",
+            "6",
+            "-r",
+            "2",
+            "--json",
+            cwd=tmp_path,
+        )
+        served = [a.stats()["requests"], b.stats()["requests"]]
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["summary"]["avg_reward"] == pytest.approx(1.2)
+    assert served == [6, 6]  # 3 groups of 2 each, alternating replicas
