@@ -114,3 +114,24 @@ def test_bad_arguments_are_config_errors() -> None:
         vf.MathRubric(timeout_seconds=0)
     with pytest.raises(vf.ConfigError, match="max_workers"):
         vf.MathRubric(max_workers=0)
+
+
+def test_interpreter_exits_with_a_stuck_worker(tmp_path: os.PathLike[str]) -> None:
+    script = os.path.join(tmp_path, "stuck.py")
+    with open(script, "w") as f:
+        f.write(
+            "import asyncio, os, signal\n"
+            "import verifiers as vf\n"
+            "from verifiers.rubrics import math_rubric\n"
+            "from verifiers.types import State\n"
+            "async def main():\n"
+            "    s = State(prompt=[], completion=[{'role': 'assistant', 'content': '\\\\boxed{1}'}],"
+            " answer='1')\n"
+            "    await vf.MathRubric(max_workers=1).score_rollout(s)\n"
+            "    assert s['reward'] == 1.0, s\n"
+            "    for p in math_rubric._pools[1]._processes.values():\n"
+            "        os.kill(p.pid, signal.SIGSTOP)\n"
+            "if __name__ == '__main__':\n"
+            "    asyncio.run(main())\n"
+        )
+    subprocess.run([sys.executable, script], check=True, timeout=120)

@@ -321,3 +321,47 @@ async def test_cancellation_propagates() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_signature_problems() -> None:
+    def positional_only(answer: str, /) -> float:
+        return 1.0
+
+    with pytest.raises(ConfigError, match="positional-only parameter 'answer'"):
+        vf.Rubric(funcs=[positional_only])
+
+    @vf.group_reward
+    def wants_singular(completions: list[Any], answer: str) -> list[float]:
+        return [1.0] * len(completions)
+
+    rubric = vf.Rubric(funcs=[wants_singular])
+    states = [make_state(), make_state()]
+    await rubric.score_group(states)
+    assert states[0]["reward"] is None
+    assert "['answer']" in states[0]["reward_errors"][0]["message"]
+
+
+async def test_group_functions_run_concurrently() -> None:
+    both = asyncio.Event()
+    entered = 0
+
+    async def enter() -> None:
+        nonlocal entered
+        entered += 1
+        if entered == 2:
+            both.set()
+        await asyncio.wait_for(both.wait(), 5)
+
+    @vf.group_reward
+    async def first(states: list[State]) -> list[float]:
+        await enter()
+        return [1.0] * len(states)
+
+    @vf.group_reward
+    async def second(states: list[State]) -> list[float]:
+        await enter()
+        return [2.0] * len(states)
+
+    states = [make_state(), make_state()]
+    await vf.Rubric(funcs=[first, second]).score_group(states)
+    assert [s["reward"] for s in states] == [3.0, 3.0]

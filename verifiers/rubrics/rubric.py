@@ -111,6 +111,7 @@ class _Entry:
     from_state: tuple[tuple[str, str, Any], ...]  # (argument, state key, default or _MISSING)
     wants_state: str | None  # "state"/"states" when it receives the state(s) themselves
     required: frozenset[str]
+    unknown: tuple[str, ...]  # required arguments a group function cannot be given
     score_on_error: bool
 
     def kwargs(self, state: State) -> dict[str, Any]:
@@ -131,6 +132,12 @@ class _Entry:
         return kw
 
     def group_kwargs(self, states: Sequence[State]) -> dict[str, Any]:
+        if self.unknown:
+            raise ConfigError(
+                f"group reward function {self.name!r} needs argument(s) {list(self.unknown)}; "
+                f"group functions receive {', '.join([*_GROUP_ARGS, 'states'])}, parser and "
+                "class objects"
+            )
         kw = dict(self.const)
         for arg, key, default in self.from_state:
             kw[arg] = [s.get(key, default) for s in states]
@@ -173,6 +180,7 @@ def _build_entry(
     const: dict[str, Any] = {}
     from_state: list[tuple[str, str, Any]] = []
     wants_state: str | None = None
+    unknown: list[str] = []
     for arg in named:
         if arg == state_name:
             wants_state = arg
@@ -184,10 +192,7 @@ def _build_entry(
             from_state.append((arg, key, default))
         elif group:
             if arg in required:
-                raise ConfigError(
-                    f"group reward function {name!r} needs argument {arg!r}; group functions "
-                    f"receive {', '.join([*_GROUP_ARGS, 'states'])}, parser and class objects"
-                )
+                unknown.append(arg)
         else:
             from_state.append((arg, arg, _MISSING))
     return _Entry(
@@ -200,6 +205,7 @@ def _build_entry(
         from_state=tuple(from_state),
         wants_state=wants_state,
         required=frozenset(required),
+        unknown=tuple(unknown),
         score_on_error=score_on_error,
     )
 
@@ -319,7 +325,11 @@ class Rubric:
         existing = self._names().get(name)
         if existing is not None:
             raise _duplicate(name, existing, func)
-        self._funcs.append((func, float(weight), is_group_reward(func) if group is None else group))
+        is_group = is_group_reward(func) if group is None else group
+        # reads the signature now: a function that cannot be called with keywords is an error
+        # at registration, not at scoring
+        _build_entry(func, weight, is_group, self.class_objects, self.score_on_error)
+        self._funcs.append((func, float(weight), is_group))
         self._changed()
 
     def add_reward_func(self, func: Callable[..., Any], weight: float = 1.0) -> None:
@@ -420,8 +430,10 @@ class Rubric:
         else:
             for s, sc in zip(states, scores, strict=True):
                 await self._run_individual(plan, s, sc)
-        for entry in plan.group:
-            await self._run_group(entry, states, scores)
+        if len(plan.group) == 1:
+            await self._run_group(plan.group[0], states, scores)
+        elif plan.group:
+            await asyncio.gather(*(self._run_group(e, states, scores) for e in plan.group))
         for s, sc in zip(states, scores, strict=True):
             self._finish(plan, s, sc)
 
