@@ -1,9 +1,147 @@
-"""``vf login|logout|whoami`` and ``vf token ...``."""
+"""``vf login|logout|whoami`` and ``vf token create|list|revoke``."""
 
 from __future__ import annotations
 
+import json
+
 import typer
+
+from cli._common import CLIError, handle_errors
+
+token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke hub API tokens.")
+
+
+@handle_errors
+def login(
+    url: str = typer.Option(..., "--url", help="Hub base URL, e.g. http://127.0.0.1:8000"),
+    token: str = typer.Option(
+        None, "--token", help="API token (prompted for when omitted)", show_default=False
+    ),
+) -> None:
+    """Store the hub URL and token after checking them against the hub."""
+    from cli.hub_client import HubClient
+    from cli.hub_config import HubTarget, load_config, save_config
+
+    if not url.startswith(("http://", "https://")):
+        raise CLIError(f"--url must start with http:// or https://, got {url!r}")
+    if not token:
+        token = typer.prompt("Token", hide_input=True)
+    who = HubClient(HubTarget(url=url.rstrip("/"), token=token)).whoami()
+    config = load_config()
+    config["hub"] = {**config.get("hub", {}), "url": url.rstrip("/"), "token": token}
+    path = save_config(config)
+    typer.echo(f"logged in to {url.rstrip('/')} as {who.user} (saved to {path})")
+
+
+@handle_errors
+def logout() -> None:
+    """Forget the stored token."""
+    from cli.hub_config import load_config, save_config
+
+    config = load_config()
+    hub = config.get("hub", {})
+    if "token" not in hub:
+        typer.echo("not logged in")
+        return
+    hub.pop("token")
+    config["hub"] = hub
+    save_config(config)
+    typer.echo("logged out")
+
+
+@handle_errors
+def whoami(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Show who the configured token belongs to and what it may do."""
+    from cli.hub_client import HubClient
+
+    client = HubClient()
+    who = client.whoami()
+    if as_json:
+        typer.echo(json.dumps({"url": client.url, **who.model_dump(mode="json")}, indent=2))
+        return
+    typer.echo(f"{who.user} on {client.url}{' (admin)' if who.admin else ''}")
+    typer.echo(f"  token: {who.token_name}; scopes: {', '.join(who.scopes)}")
+    if who.token_owner or who.token_projects:
+        typer.echo(
+            f"  restricted to: {who.token_owner or ''} {', '.join(who.token_projects or [])}".rstrip()
+        )
+    if who.expires_at:
+        typer.echo(f"  expires: {who.expires_at.isoformat()}")
+
+
+@token_app.command("create")
+@handle_errors
+def token_create(
+    name: str = typer.Argument(..., help="A label for the token"),
+    scope: list[str] = typer.Option(
+        ["read"], "--scope", "-s", help="read, upload, yank, manage or admin (repeatable)"
+    ),
+    owner: str = typer.Option(None, "--owner", help="Restrict to one namespace"),
+    project: list[str] = typer.Option(
+        None, "--project", "-p", help="Restrict to these projects (repeatable; may not exist yet)"
+    ),
+    expires_days: float = typer.Option(None, "--expires-days", help="Expire after N days"),
+) -> None:
+    """Create a token. The secret is printed once, alone on the last line."""
+    from pydantic import ValidationError
+
+    from cli.hub_client import HubClient
+    from verifiers.hub.schemas import SCOPES, TokenCreate
+
+    bad = [sc for sc in scope if sc not in SCOPES]
+    if bad:
+        raise CLIError(f"unknown scope {', '.join(bad)}", f"choose from {', '.join(SCOPES)}")
+    try:
+        body = TokenCreate(
+            name=name,
+            scopes=scope,  # type: ignore[arg-type]
+            owner=owner,
+            projects=project or None,
+            expires_in_days=expires_days,
+        )
+    except ValidationError as e:
+        raise CLIError(f"invalid token request: {e.errors()[0]['msg']}") from None
+    created = HubClient().create_token(body)
+    typer.echo(f"created token {created.id} ({created.name}); scopes: {', '.join(created.scopes)}")
+    typer.echo("store it now, it is not shown again:", err=True)
+    typer.echo(created.token)
+
+
+@token_app.command("list")
+@handle_errors
+def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List your tokens (never their secrets)."""
+    from cli.hub_client import HubClient
+
+    tokens = HubClient().list_tokens()
+    if as_json:
+        typer.echo(json.dumps([t.model_dump(mode="json") for t in tokens], indent=2))
+        return
+    for t in tokens:
+        state = (
+            "revoked"
+            if t.revoked
+            else (f"expires {t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
+        )
+        limits = " ".join(x for x in (t.owner or "", ",".join(t.projects or [])) if x)
+        typer.echo(
+            f"{t.id:>5}  {t.name:<20} {','.join(t.scopes):<28} {state:<18} {limits}".rstrip()
+        )
+
+
+@token_app.command("revoke")
+@handle_errors
+def token_revoke(token_id: int = typer.Argument(..., help="Token id from `vf token list`")) -> None:
+    """Revoke a token; it stops working at once."""
+    from cli.hub_client import HubClient
+
+    t = HubClient().revoke_token(token_id)
+    typer.echo(f"revoked token {t.id} ({t.name})")
 
 
 def register(app: typer.Typer) -> None:
     """Add the auth commands to the root app."""
+    app.command("login")(login)
+    app.command("logout")(logout)
+    app.command("whoami")(whoami)
+    app.add_typer(token_app, name="token")

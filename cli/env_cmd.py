@@ -1,7 +1,241 @@
-"""``vf env ...`` (owned by the hub work: init, build, push, install, info, list, search, yank)."""
+"""``vf env init|build|push|install|info|list|search|yank|unyank`` (``validate`` is added by
+``cli/validate_cmd.py`` onto this same ``app``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
 
+from cli._common import CLIError, handle_errors
+
+if TYPE_CHECKING:
+    from verifiers.hub.schemas import ProjectOut, ReleaseOut
+
 app = typer.Typer(no_args_is_help=True)
+
+_JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+@app.command("init")
+@handle_errors
+def init(
+    name: str = typer.Argument(..., help="Environment name (also the distribution name)"),
+    path: Path = typer.Option(Path("environments"), "--path", help="Parent directory"),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing directory"),
+) -> None:
+    """Scaffold an environment package: pyproject (entry point, eval defaults), module, README."""
+    from cli.hub_envs import init_environment
+
+    dest = init_environment(name, path, force)
+    typer.echo(f"created {dest}")
+    typer.echo(f"  try it:   pip install -e {dest} && vf-eval {name} -m oracle -n 5")
+    typer.echo(f"  publish:  vf env push {dest}")
+
+
+@app.command("build")
+@handle_errors
+def build(
+    path: Path = typer.Argument(Path("."), help="Environment package directory"),
+    outdir: Path = typer.Option(
+        None, "--outdir", "-o", help="Where to write the wheel (PATH/dist)"
+    ),
+) -> None:
+    """Build the package's wheel; prints its path."""
+    from cli.hub_envs import build_wheel
+
+    typer.echo(str(build_wheel(path, outdir)))
+
+
+@app.command("push")
+@handle_errors
+def push(
+    path: Path = typer.Argument(Path("."), help="Environment package directory, or a built .whl"),
+    owner: str = typer.Option(None, "--owner", help="Namespace to publish under (default: yours)"),
+    private: bool = typer.Option(False, "--private", help="Create the project as private"),
+    as_json: bool = _JSON,
+) -> None:
+    """Build the wheel and upload it to the hub."""
+    from cli.hub_client import HubClient
+    from cli.hub_envs import build_wheel
+
+    client = HubClient()
+    if not client.token:
+        raise CLIError(
+            f"no hub token configured for {client.url}",
+            "log in with `vf login --url URL --token TOKEN` or set VF_HUB_TOKEN",
+        )
+    wheel = path if path.suffix == ".whl" and path.is_file() else build_wheel(path)
+    result = client.upload(wheel, owner=owner, private=private)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    what = f"{result.owner}/{result.name}@{result.version}"
+    if result.created:
+        typer.echo(f"published {what} ({result.filename}, sha256 {result.sha256[:12]})")
+    else:
+        typer.echo(f"{what} was already published with identical contents; nothing to do")
+    typer.echo(f"  install with: vf env install {result.owner}/{result.name}@{result.version}")
+
+
+def _pick_release(project: ProjectOut, version: str | None) -> ReleaseOut:
+    from packaging.utils import canonicalize_version
+
+    releases = project.releases or []
+    if version is None:
+        if project.latest_version is None:
+            raise CLIError(
+                f"{project.owner}/{project.name} has no installable version (all are yanked)",
+                f"pin one explicitly: vf env install {project.owner}/{project.name}@VERSION",
+            )
+        version = project.latest_version
+    want = canonicalize_version(version, strip_trailing_zero=False)
+    for rel in releases:
+        if canonicalize_version(rel.version, strip_trailing_zero=False) == want:
+            return rel
+    known = ", ".join(r.version for r in releases) or "none"
+    raise CLIError(f"{project.owner}/{project.name} has no version {version} (versions: {known})")
+
+
+@app.command("install")
+@handle_errors
+def install(
+    spec: str = typer.Argument(..., help="OWNER/NAME[@VERSION]"),
+    no_deps: bool = typer.Option(
+        False, "--no-deps", help="Do not install missing dependencies from your default index"
+    ),
+) -> None:
+    """Install an environment into this Python from the hub (exact version, project index)."""
+    from cli.hub_client import HubClient
+    from cli.hub_envs import missing_requirements, parse_spec, pip_install
+
+    owner, name, version = parse_spec(spec)
+    client = HubClient()
+    project = client.project(owner, name)
+    release = _pick_release(project, version)
+    if release.yanked:
+        typer.echo(
+            f"warning: {owner}/{project.name} {release.version} is yanked"
+            + (f": {release.yanked_reason}" if release.yanked_reason else ""),
+            err=True,
+        )
+    pip_install(
+        ["--no-deps", f"{project.name}=={release.version}"],
+        index_url=client.index_url(project.owner, project.name),
+    )
+    missing = [] if no_deps else missing_requirements(release.requires_dist)
+    if missing:
+        typer.echo(
+            f"installing dependencies from your default index: {', '.join(missing)}", err=True
+        )
+        pip_install(missing, index_url=None)
+    envs = ", ".join(sorted(release.entry_points)) or project.name
+    typer.echo(f"installed {project.owner}/{project.name}=={release.version}")
+    typer.echo(f"  evaluate with: vf-eval {envs.split(', ')[0]} -m oracle -n 5")
+
+
+@app.command("info")
+@handle_errors
+def info(spec: str = typer.Argument(..., help="OWNER/NAME"), as_json: bool = _JSON) -> None:
+    """Show an environment's versions, tags and entry points."""
+    from cli.hub_client import HubClient
+    from cli.hub_envs import parse_spec
+
+    owner, name, _ = parse_spec(spec)
+    project = HubClient().project(owner, name)
+    if as_json:
+        typer.echo(project.model_dump_json(indent=2))
+        return
+    typer.echo(f"{project.owner}/{project.name}{' (private)' if project.private else ''}")
+    if project.summary:
+        typer.echo(f"  {project.summary}")
+    if project.tags:
+        typer.echo(f"  tags: {', '.join(project.tags)}")
+    typer.echo(f"  latest: {project.latest_version or '-'}")
+    for rel in project.releases or []:
+        mark = f"  [yanked: {rel.yanked_reason or 'no reason'}]" if rel.yanked else ""
+        eps = ", ".join(rel.entry_points) or "-"
+        typer.echo(f"  {rel.version:<12} {rel.created_at:%Y-%m-%d}  entry points: {eps}{mark}")
+
+
+def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: int) -> None:
+    if not items:
+        typer.echo("no environments found")
+        return
+    for p in items:
+        lock = " (private)" if p.private else ""
+        tags = f"  [{', '.join(p.tags)}]" if p.tags else ""
+        typer.echo(
+            f"{p.owner}/{p.name}@{p.latest_version or '-'}{lock}  {p.summary or ''}{tags}".rstrip()
+        )
+    shown = (page - 1) * per_page + len(items)
+    if shown < total:
+        typer.echo(f"({shown} of {total}; next: --page {page + 1})")
+
+
+@app.command("list")
+@handle_errors
+def list_(
+    owner: str = typer.Option(None, "--owner", help="Only this namespace"),
+    tag: str = typer.Option(None, "--tag", help="Only environments with this tag"),
+    page: int = typer.Option(1, "--page", min=1),
+    per_page: int = typer.Option(20, "--per-page", min=1, max=100),
+    as_json: bool = _JSON,
+) -> None:
+    """List environments on the hub."""
+    from cli.hub_client import HubClient
+
+    res = HubClient().list_projects(owner=owner, tag=tag, page=page, per_page=per_page)
+    if as_json:
+        typer.echo(res.model_dump_json(indent=2))
+    else:
+        _print_projects(res.items, res.total, res.page, res.per_page)
+
+
+@app.command("search")
+@handle_errors
+def search(
+    query: str = typer.Argument(..., help="Text to look for in names, summaries and tags"),
+    tag: str = typer.Option(None, "--tag"),
+    page: int = typer.Option(1, "--page", min=1),
+    per_page: int = typer.Option(20, "--per-page", min=1, max=100),
+    as_json: bool = _JSON,
+) -> None:
+    """Search environments on the hub."""
+    from cli.hub_client import HubClient
+
+    res = HubClient().list_projects(query=query, tag=tag, page=page, per_page=per_page)
+    if as_json:
+        typer.echo(res.model_dump_json(indent=2))
+    else:
+        _print_projects(res.items, res.total, res.page, res.per_page)
+
+
+@app.command("yank")
+@handle_errors
+def yank(
+    spec: str = typer.Argument(..., help="OWNER/NAME@VERSION"),
+    reason: str = typer.Option(None, "--reason", "-r", help="Shown to installers"),
+) -> None:
+    """Yank a version: installers skip it unless it is pinned exactly."""
+    from cli.hub_client import HubClient
+    from cli.hub_envs import parse_spec
+
+    owner, name, version = parse_spec(spec, need_version=True)
+    assert version is not None
+    rel = HubClient().set_yanked(owner, name, version, True, reason)
+    typer.echo(f"yanked {owner}/{name}@{rel.version}" + (f" ({reason})" if reason else ""))
+
+
+@app.command("unyank")
+@handle_errors
+def unyank(spec: str = typer.Argument(..., help="OWNER/NAME@VERSION")) -> None:
+    """Undo a yank."""
+    from cli.hub_client import HubClient
+    from cli.hub_envs import parse_spec
+
+    owner, name, version = parse_spec(spec, need_version=True)
+    assert version is not None
+    rel = HubClient().set_yanked(owner, name, version, False)
+    typer.echo(f"unyanked {owner}/{name}@{rel.version}")

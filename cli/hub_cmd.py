@@ -1,7 +1,104 @@
-"""``vf hub ...``: serve, user, migrate."""
+"""``vf hub serve|user create|migrate``: run and administer a hub server."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
 
+from cli._common import CLIError, handle_errors
+
+if TYPE_CHECKING:
+    from hub_server.settings import Settings
+
 app = typer.Typer(no_args_is_help=True)
+user_app = typer.Typer(no_args_is_help=True, help="Manage hub users (server side).")
+app.add_typer(user_app, name="user")
+
+_DATA_DIR = typer.Option(
+    None, "--data-dir", help="Where the SQLite file and blobs live (default $VF_HUB_DATA_DIR)"
+)
+_DB_URL = typer.Option(
+    None,
+    "--database-url",
+    help="SQLAlchemy URL, e.g. postgresql://... (default: SQLite in data dir)",
+)
+
+
+def _settings(data_dir: Path | None, database_url: str | None, **extra: object) -> Settings:
+    try:
+        from hub_server.settings import Settings
+    except ImportError as e:
+        raise CLIError(
+            f"the hub server needs the [server] extra ({e.name} is missing)",
+            "pip install 'verifiers[server]'",
+        ) from None
+    try:
+        return Settings.from_env(data_dir=data_dir, database_url=database_url, **extra)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+
+
+@app.command("serve")
+@handle_errors
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind"),
+    port: int = typer.Option(8000, "--port", help="Port (0 picks a free one)"),
+    data_dir: Path = _DATA_DIR,
+    database_url: str = _DB_URL,
+    log_level: str = typer.Option("info", "--log-level"),
+) -> None:
+    """Run the hub (migrates the database first)."""
+    import uvicorn
+
+    from hub_server.app import create_app
+
+    settings = _settings(data_dir, database_url)
+    app_ = create_app(settings)
+    where = settings.database_url or str(settings.data_dir)
+    typer.echo(f"vf hub: serving on http://{host}:{port} (data: {where})", err=True)
+    uvicorn.run(app_, host=host, port=port, log_level=log_level)
+
+
+@user_app.command("create")
+@handle_errors
+def user_create(
+    name: str = typer.Argument(..., help="User (and namespace) name"),
+    admin: bool = typer.Option(False, "--admin", help="Give the user admin rights"),
+    data_dir: Path = _DATA_DIR,
+    database_url: str = _DB_URL,
+) -> None:
+    """Create a user and its namespace; prints a new token alone on the last line."""
+    from hub_server.app import open_service
+    from hub_server.errors import HubError
+
+    service = open_service(_settings(data_dir, database_url))
+    try:
+        user, token = service.create_user(name, admin=admin)
+    except HubError as e:
+        raise CLIError(e.message) from None
+    finally:
+        service.engine.dispose()
+    typer.echo(f"created {'admin ' if admin else ''}user {user}; token (shown once):")
+    typer.echo(token)
+
+
+@app.command("migrate")
+@handle_errors
+def migrate(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL) -> None:
+    """Bring the database schema up to date."""
+    from hub_server.db import make_engine
+    from hub_server.migrate import current_revision, upgrade
+
+    settings = _settings(data_dir, database_url)
+    if settings.database_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        before = current_revision(engine)
+        upgrade(engine)
+        after = current_revision(engine)
+    finally:
+        engine.dispose()
+    typer.echo(f"database at revision {after}" + ("" if before == after else f" (was {before})"))

@@ -46,8 +46,8 @@ Auth = Annotated[Principal | None, Depends(_principal)]
 Fmt = Annotated[str | None, Query(alias="format")]
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings.from_env()
+def open_service(settings: Settings) -> HubService:
+    """Engine (migrated when ``settings.auto_migrate``), storage and the service over them."""
     settings.validate()
     if settings.database_url is None or settings.storage == "local":
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -56,7 +56,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from hub_server.migrate import upgrade
 
         upgrade(engine)
-    service = HubService(make_sessionmaker(engine), make_storage(settings), settings)
+    return HubService(make_sessionmaker(engine), make_storage(settings), settings, engine)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    service = open_service(settings)
+    engine = service.engine
     metrics = Metrics()
 
     app = FastAPI(

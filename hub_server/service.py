@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from packaging.utils import canonicalize_name, canonicalize_version
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, Engine, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -76,7 +76,14 @@ def file_url(sha256: str, filename: str) -> str:
 
 
 class HubService:
-    def __init__(self, sessions: sessionmaker[Session], storage: Storage, settings: Settings):
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        storage: Storage,
+        settings: Settings,
+        engine: Engine,
+    ) -> None:
+        self.engine = engine
         self.sessions = sessions
         self.storage = storage
         self.settings = settings

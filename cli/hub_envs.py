@@ -1,0 +1,251 @@
+"""Environment packages on the client side: scaffold, build, and install from a hub."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from cli._common import CLIError
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_SPEC_RE = re.compile(
+    r"^(?P<owner>[A-Za-z0-9-]+)/(?P<name>[A-Za-z0-9._-]+)(?:@(?P<version>[^@/\s]+))?$"
+)
+
+
+def parse_spec(spec: str, *, need_version: bool = False) -> tuple[str, str, str | None]:
+    """``OWNER/NAME[@VERSION]`` -> parts."""
+    m = _SPEC_RE.match(spec.strip())
+    if not m:
+        raise CLIError(
+            f"{spec!r} is not OWNER/NAME[@VERSION]",
+            "for example: vf env install alice/vf-math@0.1.0",
+        )
+    if need_version and not m["version"]:
+        raise CLIError(f"{spec!r} needs a version", f"for example: {spec}@1.0.0")
+    return m["owner"].lower(), m["name"], m["version"]
+
+
+def read_pyproject(path: Path) -> dict[str, object]:
+    pp = path / "pyproject.toml"
+    if not pp.is_file():
+        raise CLIError(
+            f"no pyproject.toml in {path}",
+            "pass an environment package directory, or create one with `vf env init NAME`",
+        )
+    try:
+        return tomllib.loads(pp.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise CLIError(f"{pp} is not valid TOML: {e}") from None
+
+
+# ---------------------------------------------------------------------------- init
+
+_PYPROJECT = """\
+[build-system]
+requires = ["hatchling>=1.21"]
+build-backend = "hatchling.build"
+
+[project]
+name = "{name}"
+version = "0.1.0"
+description = "{name}: a verifiers environment."
+readme = "README.md"
+requires-python = ">=3.11"
+keywords = ["single-turn"]
+dependencies = ["verifiers>=0.9.0"]
+
+[project.entry-points."verifiers.environments"]
+{name} = "{module}:load_environment"
+
+[tool.hatch.build.targets.wheel]
+only-include = ["{module}.py"]
+
+[tool.verifiers.eval]
+num_examples = 5
+rollouts_per_example = 1
+"""
+
+_MODULE = '''\
+"""{name}: a single-turn environment. Edit the dataset and the reward to make it yours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import verifiers as vf
+
+EXAMPLES = [
+    {{"question": "What is 2 + 3?", "answer": "5"}},
+    {{"question": "What is 7 * 6?", "answer": "42"}},
+    {{"question": "What is 10 - 4?", "answer": "6"}},
+    {{"question": "What is 9 + 10?", "answer": "19"}},
+    {{"question": "What is 12 / 4?", "answer": "3"}},
+]
+
+SYSTEM_PROMPT = "Think step by step, then give the final answer inside \\\\boxed{{}}."
+
+
+def correct_answer(completion: Any, answer: str, parser: vf.Parser, **kwargs: Any) -> float:
+    """1.0 when the parsed answer equals the reference, else 0.0."""
+    return 1.0 if (parser.parse_answer(completion) or "").strip() == answer.strip() else 0.0
+
+
+def load_environment(**kwargs: Any) -> vf.Environment:
+    from datasets import Dataset
+
+    parser = vf.Parser(extract_fn=vf.extract_boxed_answer)
+    rubric = vf.Rubric(funcs=[correct_answer], weights=[1.0], parser=parser)
+    return vf.SingleTurnEnv(
+        dataset=Dataset.from_list(EXAMPLES),
+        system_prompt=SYSTEM_PROMPT,
+        parser=parser,
+        rubric=rubric,
+        **kwargs,
+    )
+'''
+
+_README = """\
+# {name}
+
+A verifiers environment.
+
+```bash
+vf-eval {name} -m oracle -n 5      # smoke test without a model
+vf env push environments/{name}     # publish to your hub
+```
+
+Arguments to `load_environment`: none yet (extra keyword arguments go to `vf.SingleTurnEnv`).
+"""
+
+
+def init_environment(name: str, parent: Path, force: bool = False) -> Path:
+    if not _NAME_RE.match(name):
+        raise CLIError(
+            f"invalid environment name {name!r}",
+            "use letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+        )
+    module = re.sub(r"[-.]+", "_", name).lower()
+    dest = parent / name
+    if dest.exists() and any(dest.iterdir()) and not force:
+        raise CLIError(f"{dest} already exists and is not empty", "pass --force to overwrite it")
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "pyproject.toml").write_text(_PYPROJECT.format(name=name, module=module))
+    (dest / f"{module}.py").write_text(_MODULE.format(name=name))
+    (dest / "README.md").write_text(_README.format(name=name))
+    return dest
+
+
+# ---------------------------------------------------------------------------- build
+
+
+def build_wheel(src: Path, outdir: Path | None = None) -> Path:
+    """Build the package's wheel through its own build backend (PEP 517)."""
+    src = src.resolve()
+    read_pyproject(src)
+    outdir = (outdir or src / "dist").resolve()
+    try:
+        from build import BuildBackendException, BuildException, ProjectBuilder
+        from build.env import DefaultIsolatedEnv
+    except ImportError:
+        return _pip_wheel(src, outdir)
+    try:
+        builder = ProjectBuilder(src, python_executable=sys.executable)
+        if not builder.check_dependencies("wheel"):
+            return Path(builder.build("wheel", outdir))
+        # the backend is not installed here: build in an isolated environment
+        with DefaultIsolatedEnv() as env:
+            builder = ProjectBuilder.from_isolated_env(env, src)
+            env.install(builder.build_system_requires)
+            env.install(builder.get_requires_for_build("wheel"))
+            return Path(builder.build("wheel", outdir))
+    except (BuildException, BuildBackendException) as e:
+        raise CLIError(
+            f"building {src.name} failed: {e}", "fix the package and build again"
+        ) from None
+
+
+def _pip_wheel(src: Path, outdir: Path) -> Path:
+    before = set(outdir.glob("*.whl")) if outdir.exists() else set()
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(outdir), str(src)],
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise CLIError(f"building {src.name} failed:\n{r.stderr.strip()[-2000:]}")
+    new = sorted(set(outdir.glob("*.whl")) - before, key=lambda p: p.stat().st_mtime)
+    if not new:
+        raise CLIError(f"building {src.name} produced no wheel in {outdir}")
+    return new[-1]
+
+
+# ---------------------------------------------------------------------------- install
+
+
+def missing_requirements(requires_dist: list[str]) -> list[str]:
+    """The requirements (with no extra) that the current interpreter does not satisfy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    missing = []
+    for spec in requires_dist:
+        try:
+            req = Requirement(spec)
+        except InvalidRequirement:
+            missing.append(spec)
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            have = version(req.name)
+        except PackageNotFoundError:
+            missing.append(spec)
+            continue
+        if req.specifier and not req.specifier.contains(have, prereleases=True):
+            missing.append(spec)
+    return missing
+
+
+def pip_install(args: list[str], *, index_url: str | None) -> None:
+    """Install into this interpreter with pip (or uv when pip is absent).
+
+    With ``index_url`` the hub's index is the only one: user-configured extra indexes and
+    find-links are switched off so that nothing can shadow the environment package.
+    """
+    env = dict(os.environ)
+    if importlib.util.find_spec("pip") is not None:
+        cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *args]
+        if index_url:
+            env.update(
+                {"PIP_INDEX_URL": index_url, "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": ""}
+            )
+    else:
+        import shutil
+
+        uv = shutil.which("uv")
+        if uv is None:
+            raise CLIError(
+                "neither pip nor uv is available to install packages into this interpreter",
+                f"install pip: {sys.executable} -m ensurepip",
+            )
+        cmd = [uv, "pip", "install", "--python", sys.executable, *args]
+        if index_url:
+            env.update(
+                {
+                    "UV_INDEX_URL": index_url,
+                    "UV_DEFAULT_INDEX": index_url,
+                    "UV_EXTRA_INDEX_URL": "",
+                    "UV_FIND_LINKS": "",
+                }
+            )
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-15:])
+        raise CLIError(f"installation failed:\n{tail}")

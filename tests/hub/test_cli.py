@@ -1,0 +1,188 @@
+"""The hub half of the ``vf`` CLI against a live hub."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .clitools import fresh_venv, vf, vf_in
+from .conftest import Hub
+
+pytestmark = pytest.mark.parametrize("hub", ["sqlite-local"], indirect=True)
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_CONFIG_HOME": str(tmp_path / "config"), "VF_HUB_URL": "", "VF_HUB_TOKEN": ""}
+
+
+def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path) -> None:
+    data = tmp_path / "hubdata"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from cli.main import main; main()",
+            "hub",
+            "user",
+            "create",
+            "Alice",
+            "--admin",
+            "--data-dir",
+            str(data),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    token = r.stdout.strip().splitlines()[-1]
+    assert token.startswith("vfh_") and " " not in token
+    code, out, _ = vf(["hub", "migrate", "--data-dir", str(data)], {})
+    assert code == 0 and "revision 0001" in out
+    code, _, err = vf(["hub", "user", "create", "alice", "--data-dir", str(data)], {})
+    assert code == 1 and "already exists" in err
+    from hub_server.app import open_service
+    from hub_server.settings import Settings
+
+    service = open_service(Settings(data_dir=data))
+    assert service.authenticate(token).is_admin
+    service.engine.dispose()
+
+
+def test_login_whoami_logout_and_env_overrides(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    user, token = hub.new_user()
+    code, out, err = vf(["login", "--url", hub.url, "--token", token], cfg)
+    assert code == 0, err
+    path = tmp_path / "config" / "verifiers" / "config.toml"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    code, out, _ = vf(["whoami", "--json"], cfg)
+    assert json.loads(out)["user"] == user
+    # environment variables win over the stored config
+    other, other_token = hub.new_user()
+    code, out, _ = vf(["whoami"], {**cfg, "VF_HUB_TOKEN": other_token})
+    assert out.startswith(other)
+    assert vf(["logout"], cfg)[0] == 0
+    code, _, err = vf(["whoami"], cfg)
+    assert code == 1 and "vf login" in err
+    code, _, err = vf(["login", "--url", hub.url, "--token", "vfh_wrong"], cfg)
+    assert code == 1 and "unknown token" in err
+    code, _, err = vf(["whoami"], {**cfg, "VF_HUB_URL": "http://127.0.0.1:9", "VF_HUB_TOKEN": "x"})
+    assert code == 1 and "cannot reach the hub" in err and "Traceback" not in err
+
+
+def test_token_create_list_revoke(hub: Hub, cfg: dict[str, str]) -> None:
+    _, token = hub.new_user()
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    code, out, err = vf(["token", "create", "ci", "--scope", "read", "--expires-days", "7"], env)
+    assert code == 0, err
+    secret = out.strip().splitlines()[-1]
+    assert secret.startswith("vfh_")
+    code, out, _ = vf(["token", "list", "--json"], env)
+    tokens = json.loads(out)
+    ci = next(t for t in tokens if t["name"] == "ci")
+    assert ci["scopes"] == ["read"] and ci["expires_at"]
+    assert secret not in out
+    assert vf(["token", "revoke", str(ci["id"])], env)[0] == 0
+    code, _, err = vf(["whoami"], {**env, "VF_HUB_TOKEN": secret})
+    assert code == 1 and "revoked" in err
+    code, _, err = vf(["token", "create", "x", "--scope", "superuser"], env)
+    assert code == 1 and "unknown scope" in err
+
+
+def test_init_build_push_info_list_search_yank(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    user, token = hub.new_user()
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    name = hub.unique("cli-env")
+    code, out, err = vf(["env", "init", name, "--path", str(tmp_path / "envs")], env)
+    assert code == 0, err
+    pkg = tmp_path / "envs" / name
+    assert (pkg / "pyproject.toml").is_file() and (pkg / f"{name.replace('-', '_')}.py").is_file()
+    assert "[tool.verifiers.eval]" in (pkg / "pyproject.toml").read_text()
+    assert vf(["env", "init", name, "--path", str(tmp_path / "envs")], env)[0] == 1
+
+    code, out, err = vf(["env", "build", str(pkg)], env)
+    assert code == 0, err
+    assert Path(out.strip()).name == f"{name.replace('-', '_')}-0.1.0-py3-none-any.whl"
+
+    code, out, err = vf(["env", "push", str(pkg)], env)
+    assert code == 0, err
+    assert f"published {user}/{name}@0.1.0" in out
+    code, out, err = vf(["env", "push", str(pkg)], env)
+    assert code == 0 and "already published" in out
+
+    code, out, _ = vf(["env", "info", f"{user}/{name}", "--json"], env)
+    info = json.loads(out)
+    assert info["latest_version"] == "0.1.0"
+    assert info["releases"][0]["entry_points"] == {
+        name: f"{name.replace('-', '_')}:load_environment"
+    }
+    assert "single-turn" in info["tags"]
+    code, out, _ = vf(["env", "list", "--owner", user], env)
+    assert f"{user}/{name}@0.1.0" in out
+    code, out, _ = vf(["env", "search", name[-8:]], env)
+    assert f"{user}/{name}" in out
+    code, out, _ = vf(["env", "search", "single-turn", "--json"], env)
+    assert any(p["name"] == name for p in json.loads(out)["items"])
+
+    code, out, err = vf(["env", "yank", f"{user}/{name}@0.1.0", "--reason", "bad data"], env)
+    assert code == 0, err
+    code, out, _ = vf(["env", "info", f"{user}/{name}"], env)
+    assert "yanked: bad data" in out
+    assert vf(["env", "unyank", f"{user}/{name}@0.1.0"], env)[0] == 0
+    code, _, err = vf(["env", "yank", f"{user}/{name}"], env)
+    assert code == 1 and "needs a version" in err
+
+
+def test_cli_errors_are_one_clear_line(hub: Hub, cfg: dict[str, str], tmp_path: Path) -> None:
+    _, token = hub.new_user()
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    for args, needle in (
+        (["env", "info", "nobody/nothing"], "no environment"),
+        (["env", "install", "not-a-spec"], "OWNER/NAME"),
+        (["env", "build", str(tmp_path)], "no pyproject.toml"),
+        (["env", "push", str(tmp_path)], "no pyproject.toml"),
+    ):
+        code, _, err = vf(args, env)
+        assert code != 0, args
+        assert needle in err and "Traceback" not in err, (args, err)
+    code, _, err = vf(["env", "push", str(tmp_path)], {**cfg, "VF_HUB_URL": hub.url})
+    assert code == 1 and "vf login" in err
+
+
+def test_env_install_pins_version_into_current_interpreter(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("inst-env")
+    for v in ("1.0.0", "1.2.0"):
+        assert hub.upload(hub.wheel(name, v), token, private="true").status_code == 200
+    py = fresh_venv(tmp_path / "venv")
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    r = vf_in(py, ["env", "install", f"{owner}/{name}@1.0.0"], env)
+    assert r.returncode == 0, r.stderr
+    check = [str(py), "-c", f"import importlib.metadata as m; print(m.version({name!r}))"]
+    assert subprocess.run(check, capture_output=True, text=True).stdout.strip() == "1.0.0"
+    # into the new environment, not the one running the tests
+    assert list(
+        (tmp_path / "venv").glob(
+            f"lib/python*/site-packages/{name.replace('-', '_')}-1.0.0.dist-info"
+        )
+    )
+    r = vf_in(py, ["env", "install", f"{owner}/{name}"], env)
+    assert r.returncode == 0, r.stderr
+    assert subprocess.run(check, capture_output=True, text=True).stdout.strip() == "1.2.0"
+    # private: without a token it is not found
+    r = vf_in(py, ["env", "install", f"{owner}/{name}"], {**env, "VF_HUB_TOKEN": ""})
+    assert r.returncode == 1 and "no environment" in r.stderr
+    r = vf_in(py, ["env", "install", f"{owner}/{name}@7.0"], env)
+    assert r.returncode == 1 and "no version 7.0" in r.stderr
