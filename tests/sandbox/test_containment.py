@@ -1,0 +1,233 @@
+"""The bwrap sandbox contains what model-written code tries, through the Python API and through
+``vf sandbox exec``: network, host files, writes outside the work dir, fork and memory bombs,
+infinite loops, floods of output, and children that detach with ``setsid``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.conftest import marker, needs_bwrap, pids_with, vf_exec
+from verifiers.sandbox import SandboxLimits, create_sandbox
+
+pytestmark = needs_bwrap
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Outcome:
+    exit_code: int  # shell convention: 124 timeout, 128+N signal
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    truncated: bool
+
+
+def run_api(
+    argv: list[str], *, timeout: float = 20, memory_mb: int = 512, network: bool = False
+) -> Outcome:
+    async def go() -> Outcome:
+        limits = SandboxLimits(timeout=timeout, memory_mb=memory_mb, processes=64)
+        async with create_sandbox("bwrap", limits=limits, network=network) as sb:
+            r = await sb.exec_raw(argv)
+        return Outcome(r.decode().shell_exit_code, r.stdout, r.stderr, r.timed_out, r.truncated)
+
+    return asyncio.run(go())
+
+
+def run_cli(
+    argv: list[str], *, timeout: float = 20, memory_mb: int = 512, network: bool = False
+) -> Outcome:
+    opts = ["--timeout", str(timeout), "--memory-mb", str(memory_mb)]
+    if network:
+        opts.append("--network")
+    p = vf_exec(*opts, "--", *argv)
+    return Outcome(
+        p.returncode,
+        p.stdout,
+        p.stderr,
+        p.returncode == 124 and b"timed out" in p.stderr,
+        b"output cut" in p.stderr,
+    )
+
+
+@pytest.fixture(params=["api", "cli"])
+def run(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    return run_api if request.param == "api" else run_cli
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A real TCP listener on the host's loopback; yields its port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield s.getsockname()[1]
+
+
+def _connect_probe(port: int) -> list[str]:
+    code = (
+        "import socket\n"
+        f"for addr in [('127.0.0.1', {port}), ('localhost', {port}), ('1.1.1.1', 53),"
+        " ('8.8.8.8', 443), ('10.0.0.1', 80)]:\n"
+        "    try:\n"
+        "        socket.create_connection(addr, timeout=2).close()\n"
+        "        print('OPEN', addr)\n"
+        "    except OSError as e:\n"
+        "        print('blocked', addr, type(e).__name__)\n"
+    )
+    return ["python3", "-c", code]
+
+
+def test_network_is_unreachable(run, listener: int) -> None:  # type: ignore[no-untyped-def]
+    out = run(_connect_probe(listener))
+    assert out.exit_code == 0, out.stderr
+    assert b"OPEN" not in out.stdout
+    assert out.stdout.count(b"blocked") == 5
+
+
+def test_network_when_asked_reaches_the_host_listener(listener: int) -> None:
+    """The probe above can fail: with --network the same listener is reachable."""
+    out = run_api(_connect_probe(listener), network=True)
+    assert f"OPEN ('127.0.0.1', {listener})".encode() in out.stdout
+
+
+def _visibility_probe(paths: list[str]) -> list[str]:
+    code = (
+        "import os, sys\n"
+        "for p in sys.argv[1:]:\n"
+        "    try:\n"
+        "        if os.path.isdir(p):\n"
+        "            print('VISIBLE', p, os.listdir(p)[:3])\n"
+        "        else:\n"
+        "            open(p, 'rb').read(1); print('VISIBLE', p)\n"
+        "    except OSError as e:\n"
+        "        print('hidden', p, type(e).__name__)\n"
+    )
+    return ["python3", "-c", code, *paths]
+
+
+def test_host_files_are_invisible(run) -> None:  # type: ignore[no-untyped-def]
+    secrets = [
+        "/root",
+        str(Path.home()),
+        "/work",
+        str(CHECKOUT),
+        str(CHECKOUT / "pyproject.toml"),
+        "/etc/passwd",
+        "/etc/shadow",
+        "/var",
+        "/opt",
+    ]
+    out = run(_visibility_probe(secrets))
+    assert out.exit_code == 0, out.stderr
+    assert b"VISIBLE" not in out.stdout, out.stdout.decode()
+    assert out.stdout.count(b"hidden") == len(secrets)
+
+
+def test_visibility_probe_sees_what_is_mounted() -> None:
+    out = run_api(_visibility_probe(["/usr/bin", "/home/user"]))
+    assert out.stdout.count(b"VISIBLE") == 2
+
+
+def test_writes_outside_the_work_dir_fail(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    targets = ["/vf-x", "/usr/vf-x", "/etc/vf-x", "/proc/vf-x", str(tmp_path / "vf-x")]
+    code = (
+        "import sys\n"
+        "for p in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(p, 'w').write('x'); print('WROTE', p)\n"
+        "    except OSError as e:\n"
+        "        print('denied', p)\n"
+    )
+    out = run(["python3", "-c", code, *targets, "/home/user/ok", "/tmp/ok"])
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.decode().splitlines()
+    assert lines[-2:] == ["WROTE /home/user/ok", "WROTE /tmp/ok"]
+    assert all(line.startswith("denied") for line in lines[:-2]), lines
+    assert not (tmp_path / "vf-x").exists()
+    assert not Path("/vf-x").exists()
+
+
+def test_fork_bomb_is_contained(run) -> None:  # type: ignore[no-untyped-def]
+    tag = marker()
+    bomb = f"bomb() {{ bomb | bomb & }}; bomb; sleep {tag}"
+    started = time.monotonic()
+    run(["/bin/sh", "-c", bomb], timeout=3)
+    # the bomb ends (at the timeout at the latest), the host stays responsive, and no process
+    # of it survives the sandbox
+    assert time.monotonic() - started < 30
+    assert pids_with(tag) == []
+
+
+def test_memory_bomb_fails_inside(run) -> None:  # type: ignore[no-untyped-def]
+    code = "a = []\nwhile True:\n    a.append(bytearray(16 << 20))"
+    out = run(["python3", "-c", code], memory_mb=256, timeout=30)
+    assert out.exit_code != 0 and not out.timed_out
+    assert b"MemoryError" in out.stderr or out.exit_code == 137
+
+
+def test_infinite_loop_is_killed_at_the_timeout(run) -> None:  # type: ignore[no-untyped-def]
+    tag = marker()
+    out = run(["python3", "-c", f"while True: pass  # {tag}"], timeout=1)
+    assert out.timed_out and out.exit_code == 124
+    assert pids_with(tag) == []
+
+
+def test_100mb_of_output_is_truncated(run) -> None:  # type: ignore[no-untyped-def]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = run(["/bin/sh", "-c", "head -c 100000000 /dev/zero | tr '\\0' x"], timeout=60)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert out.exit_code == 0 and out.truncated
+    assert out.stdout.startswith(b"x" * 1000)
+    assert len(out.stdout) <= (1 << 20) + 200  # the cap (1 MiB) plus the CLI's note
+    assert grown_mb < 50  # never held in memory
+
+
+def test_setsid_child_is_gone_when_the_sandbox_stops_cli() -> None:
+    tag = marker()
+    p = vf_exec("--", "/bin/sh", "-c", f"setsid -f sleep {tag}; echo detached")
+    assert p.returncode == 0 and p.stdout == b"detached\n", p.stderr
+    assert pids_with(tag) == []
+
+
+async def test_setsid_child_is_gone_when_the_sandbox_stops_api() -> None:
+    tag = marker()
+    async with create_sandbox("bwrap") as sb:
+        r = await sb.exec(f"setsid -f sleep {tag} > /dev/null 2>&1; echo detached")
+        assert r.stdout == "detached\n"
+        assert len(pids_with(tag)) == 1  # it outlived its exec ...
+    assert pids_with(tag) == []  # ... but not the sandbox
+
+
+async def test_oom_is_flagged_when_the_memory_cgroup_kills() -> None:
+    limits = SandboxLimits(memory_mb=96, processes=64, timeout=30)
+    async with create_sandbox("bwrap", limits=limits) as sb:
+        if sb._oom_count() is None:  # type: ignore[attr-defined]
+            pytest.skip("no writable memory cgroup here")
+        # several processes, each under the per-process limit, together over the cgroup's
+        code = "x = bytearray(60 << 20); import time; time.sleep(1)"
+        r = await sb.exec(" & ".join([f"python3 -c '{code}'"] * 4) + " & wait", timeout=20)
+    assert r.oom
+
+
+def test_sandbox_uid_is_not_root_on_the_host() -> None:
+    tag = marker()
+
+    async def go() -> int:
+        async with create_sandbox("bwrap") as sb:
+            await sb.exec(f"setsid -f sleep {tag}")
+            pid = pids_with(tag)[0]
+            return os.stat(f"/proc/{pid}").st_uid
+
+    uid = asyncio.run(go())
+    assert uid != 0 or os.geteuid() != 0
