@@ -67,6 +67,17 @@ def create_sandbox(
     ``remote``: ``url``, ``token``.
     """
     name = backend or default_backend()
+    try:
+        return _construct(name, limits, network, options)
+    except TypeError as e:
+        if "unexpected keyword" not in str(e):
+            raise
+        raise ConfigError(f"the {name} sandbox backend: {e}") from None
+
+
+def _construct(
+    name: str, limits: SandboxLimits | None, network: bool, options: dict[str, Any]
+) -> Sandbox:
     if name == "bwrap":
         from verifiers.sandbox.bwrap import BwrapSandbox
 
@@ -79,8 +90,8 @@ def create_sandbox(
     if name == "docker":
         from verifiers.sandbox.docker import DockerSandbox
 
-        sandbox: Sandbox = DockerSandbox(limits, network=network, **options)
-        return sandbox
+        docker: Sandbox = DockerSandbox(limits, network=network, **options)
+        return docker
     if name == "remote":
         from verifiers.sandbox.remote import RemoteSandbox
 

@@ -92,9 +92,19 @@ def _parents() -> list[_Parent]:
                 if os.access(path, os.W_OK):
                     found.append(_Parent(ctrl, path, v2=True))
     _PARENTS = found
-    for parent in found:
-        _sweep(parent.path)
+    sweep()
     return found
+
+
+def sweep() -> None:
+    """Remove the sandbox cgroups of processes that died without cleaning up."""
+    for parent in _parents():
+        _sweep(parent.path)
+
+
+def leftover_groups(owner_pid: int) -> list[Path]:
+    """Sandbox cgroups created by ``owner_pid`` that still exist."""
+    return [child for parent in _parents() for child in parent.path.glob(f"{PREFIX}{owner_pid}-*")]
 
 
 def _sweep(parent: Path) -> None:

@@ -1,0 +1,183 @@
+"""No sandbox outlives its owner: stop, interpreter exit, SIGKILL of the parent; and the pool's
+limits and freshness."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.conftest import marker, needs_bwrap, pids_with
+from verifiers.errors import ConfigError, SandboxError
+from verifiers.sandbox import SandboxLimits, SandboxPool, _cgroup, create_sandbox
+
+CHILD = """
+import asyncio, sys
+from verifiers.sandbox import create_sandbox
+
+async def main(tag, mode):
+    boxes = [create_sandbox("bwrap") for _ in range(3)]
+    for sb in boxes:
+        await sb.start()
+        await sb.exec(f"setsid -f sleep {tag}")
+        await sb.spawn(["sleep", tag])
+    print("ready", flush=True)
+    if mode == "hang":
+        await asyncio.Event().wait()
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def _wait_gone(tag: str, deadline_s: float = 10.0) -> list[int]:
+    """Poll (bounded) until no process carries ``tag``: teardown by the kernel is asynchronous
+    once the owner is dead."""
+    end = time.monotonic() + deadline_s
+    while (left := pids_with(tag)) and time.monotonic() < end:
+        time.sleep(0.02)
+    return left
+
+
+@needs_bwrap
+def test_sigkill_of_the_parent_kills_every_sandbox() -> None:
+    tag = marker()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, tag, "hang"], stdout=subprocess.PIPE, cwd=Path.cwd()
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"ready\n"
+        assert len(pids_with(tag)) == 6  # 3 detached + 3 spawned
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        child.kill()
+    assert _wait_gone(tag) == []
+    _cgroup.sweep()  # what the next process using sandboxes does
+    assert _cgroup.leftover_groups(child.pid) == []
+
+
+@needs_bwrap
+def test_interpreter_exit_without_stop_kills_every_sandbox() -> None:
+    tag = marker()
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, tag, "exit"], capture_output=True, timeout=60
+    )
+    assert out.stdout == b"ready\n", out.stderr
+    assert _wait_gone(tag) == []
+
+
+@needs_bwrap
+async def test_stop_removes_cgroups_and_processes() -> None:
+    tag = marker()
+    sb = create_sandbox("bwrap")
+    await sb.start()
+    await sb.exec(f"setsid -f sleep {tag}")
+    await sb.stop()
+    assert pids_with(tag) == []
+    assert not [g for g in _cgroup.leftover_groups(os.getpid()) if sb.id in g.name]
+
+
+@needs_bwrap
+async def test_start_failure_is_a_sandbox_error() -> None:
+    sb = create_sandbox("bwrap", bwrap="/bin/false")
+    with pytest.raises(SandboxError, match="failed to start"):
+        await sb.start()
+    with pytest.raises(SandboxError):
+        await create_sandbox("bwrap", ro_binds={"/no/such/path": "/x"}).start()
+
+
+def test_bad_configuration_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown sandbox backend"):
+        create_sandbox("nope")
+    with pytest.raises(ConfigError, match="memory_mb"):
+        SandboxLimits(memory_mb=0)
+    with pytest.raises(ConfigError, match="unknown sandbox limit"):
+        SandboxLimits().replace(memroy_mb=5)
+    with pytest.raises(ConfigError, match="takes no option"):
+        create_sandbox("subprocess", image="x")
+
+
+def test_subprocess_backend_warns() -> None:
+    with pytest.warns(RuntimeWarning, match="does not isolate"):
+        create_sandbox("subprocess")
+
+
+# pool ----------------------------------------------------------------------------------------
+
+
+@needs_bwrap
+async def test_pool_hands_out_fresh_prestarted_sandboxes() -> None:
+    async with SandboxPool("bwrap", prestart=2, max_live=4) as pool:
+        assert pool.live == 2
+        a = await pool.acquire()
+        await a.exec("echo secret > note")
+        await pool.release(a)
+        assert not a.running
+        b = await pool.acquire()
+        assert b is not a and b.running
+        assert (await b.exec("cat note")).exit_code != 0  # nothing carried over
+        await pool.release(b)
+    assert pool.live == 0
+
+
+@needs_bwrap
+async def test_pool_bounds_live_sandboxes() -> None:
+    async with SandboxPool("bwrap", max_live=2) as pool:
+        a, b = await pool.acquire(), await pool.acquire()
+        third = asyncio.ensure_future(pool.acquire())
+        done, _ = await asyncio.wait([third], timeout=0.3)
+        assert not done  # blocked on the live limit
+        await pool.release(a)
+        c = await third
+        assert c.running
+        await pool.release(b)
+        await pool.release(c)
+
+
+@needs_bwrap
+async def test_pool_bounds_executing_commands() -> None:
+    async with SandboxPool("bwrap", max_exec=1) as pool:
+        async with pool.sandbox() as a, pool.sandbox() as b:
+            slow = asyncio.ensure_future(a.exec("sleep 1"))
+            while not pool.exec_semaphore.locked():
+                await asyncio.sleep(0)
+            quick = asyncio.ensure_future(b.exec("echo hi"))
+            done, _ = await asyncio.wait([quick], timeout=0.3)
+            assert not done  # waits for the slot held by `slow`
+            assert (await quick).stdout == "hi\n"
+            assert slow.done()
+
+
+@needs_bwrap
+async def test_cancelled_acquire_leaks_nothing() -> None:
+    tag = marker()
+    async with SandboxPool("bwrap", max_live=1) as pool:
+        sb = await pool.acquire()
+        await sb.exec(f"setsid -f sleep {tag}")
+        waiter = asyncio.ensure_future(pool.acquire())
+        await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        # the pool is closed with the sandbox still out: it is stopped too
+    assert pids_with(tag) == []
+    assert not sb.running
+
+
+def test_subprocess_pool_works_without_isolation() -> None:
+    async def go() -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            async with SandboxPool("subprocess", prestart=1) as pool, pool.sandbox() as sb:
+                return (await sb.exec("echo $HOME")).stdout
+
+    home = asyncio.run(go())
+    assert "vf-sandboxes" in home and not Path(home.strip()).exists()
