@@ -33,14 +33,25 @@ def test_push_install_load_evaluate(hub: Hub, tmp_path: Path) -> None:
     assert f"installed {owner}/{name}==0.1.0" in r.stdout
 
     load = subprocess.run(
-        [str(py), "-c", f"import verifiers as vf; e = vf.load_environment({name!r}); print(type(e).__name__)"],
-        capture_output=True, text=True, timeout=300,
+        [
+            str(py),
+            "-c",
+            f"import verifiers as vf; e = vf.load_environment({name!r}); print(type(e).__name__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert load.returncode == 0, load.stderr
     assert load.stdout.strip().splitlines()[-1] == "SingleTurnEnv"
 
     out_dir = tmp_path / "results"
-    r = vf_in(py, [name, "-m", "oracle", "-n", "5", "-o", str(out_dir), "--json"], env, entry="eval_main")
+    r = vf_in(
+        py,
+        [name, "-m", "oracle", "-n", "5", "-r", "1", "-o", str(out_dir), "--json"],
+        env,
+        entry="eval_main",
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads(r.stdout.strip().splitlines()[-1])
     assert report["env_distribution"] == name and report["env_version"] == "0.1.0"
