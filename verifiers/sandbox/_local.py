@@ -125,6 +125,9 @@ class LocalProcess(SandboxProcess):
     async def readexactly(self, n: int) -> bytes:
         return await self._guard(self._stdout.readexactly(n))
 
+    async def read(self, n: int = 1 << 16) -> bytes:
+        return await self._stdout.read(n)
+
     async def _guard(self, aw: Any) -> bytes:
         try:
             data: bytes = await aw

@@ -180,7 +180,12 @@ class SandboxProcess(ABC):
         """One line of stdout including its newline; ``b""`` at end of output."""
 
     @abstractmethod
-    async def readexactly(self, n: int) -> bytes: ...
+    async def readexactly(self, n: int) -> bytes:
+        """Exactly ``n`` bytes of stdout (fewer only at end of output)."""
+
+    @abstractmethod
+    async def read(self, n: int = 1 << 16) -> bytes:
+        """Up to ``n`` bytes of stdout as soon as any are there; ``b""`` at end of output."""
 
     @abstractmethod
     async def wait(self) -> int: ...

@@ -78,10 +78,15 @@ class SandboxPool:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _new(self) -> Sandbox:
+    def _new(self, limits: SandboxLimits | None = None, network: bool | None = None) -> Sandbox:
         from verifiers.sandbox import create_sandbox
 
-        sb = create_sandbox(self.backend, limits=self.limits, network=self.network, **self._options)
+        sb = create_sandbox(
+            self.backend,
+            limits=limits or self.limits,
+            network=self.network if network is None else network,
+            **self._options,
+        )
         sb.set_exec_semaphore(self._exec)
         return sb
 
@@ -114,11 +119,17 @@ class SandboxPool:
             return
         self._blank.put_nowait(sb)
 
-    async def acquire(self) -> Sandbox:
-        """A fresh started sandbox (a blank one when ready). Release it with :meth:`release`."""
+    async def acquire(
+        self, *, limits: SandboxLimits | None = None, network: bool | None = None
+    ) -> Sandbox:
+        """A fresh started sandbox (a blank one when ready and the pool's ``limits`` and
+        ``network`` are wanted). Release it with :meth:`release`."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
-        while not self._blank.empty():
+        default = (limits is None or limits == self.limits) and (
+            network is None or network == self.network
+        )
+        while default and not self._blank.empty():
             sb = self._blank.get_nowait()
             if sb.running:
                 self._out.add(sb)
@@ -126,7 +137,7 @@ class SandboxPool:
                 return sb
             self._live.release()
         await self._live.acquire()
-        sb = self._new()
+        sb = self._new(limits, network)
         try:
             await sb.start()
         except BaseException:

@@ -1,0 +1,283 @@
+"""The ``docker`` backend: one container per sandbox, driven through the ``docker`` CLI.
+
+For machines with a container engine (Docker, or Podman's docker-compatible CLI via
+``docker_bin``). The container runs as uid 1000 with every capability dropped, a read-only
+root, size-limited tmpfs for the work dir and ``/tmp``, no network unless asked, and the
+memory, pids and ulimits of :class:`SandboxLimits`. The image must provide ``sleep`` and
+``timeout`` (coreutils) and, for Python work, ``python3``: the default is
+``python:3.11-slim``.
+
+Containers are labelled with the owning process id; containers of a process that died
+without stopping them are removed when the next sandbox of this backend starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import time
+
+from verifiers.errors import SandboxError
+from verifiers.sandbox.base import WORKDIR, RawExecResult, Sandbox, SandboxLimits, SandboxProcess
+
+__all__ = ["DockerSandbox", "docker_available"]
+
+LABEL = "dev.verifiers.sandbox.owner"
+_swept = False
+
+
+def docker_available(docker_bin: str = "docker") -> bool:
+    """True when the CLI is installed and an engine answers."""
+    import subprocess
+
+    exe = shutil.which(docker_bin)
+    if exe is None:
+        return False
+    try:
+        r = subprocess.run(
+            [exe, "info", "--format", "{{.ServerVersion}}"], capture_output=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0 and bool(r.stdout.strip())
+
+
+async def _cli(
+    *args: str, stdin: bytes | None = None, limit_s: float = 60.0
+) -> tuple[int, bytes, bytes]:
+    proc = await asyncio.create_subprocess_exec(
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), limit_s)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise
+    return proc.returncode or 0, out, err
+
+
+class DockerSandbox(Sandbox):
+    """A sandbox in a container."""
+
+    backend = "docker"
+    isolated = True
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        network: bool = False,
+        image: str = "python:3.11-slim",
+        docker_bin: str = "docker",
+    ) -> None:
+        super().__init__(limits, network=network)
+        self.image = image
+        self._docker = docker_bin
+        self._container: str | None = None
+
+    def _exe(self) -> str:
+        exe = shutil.which(self._docker)
+        if exe is None:
+            raise SandboxError(f"the docker backend needs the `{self._docker}` CLI on PATH")
+        return exe
+
+    async def _sweep(self) -> None:
+        global _swept
+        if _swept:
+            return
+        _swept = True
+        _, out, _ = await _cli(
+            self._exe(),
+            "ps",
+            "-a",
+            "--filter",
+            f"label={LABEL}",
+            "--format",
+            f'{{{{.ID}}}} {{{{.Label "{LABEL}"}}}}',
+        )
+        dead = []
+        for line in out.decode().splitlines():
+            cid, _, owner = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                pid = int(owner)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    dead.append(cid)
+                except PermissionError:
+                    pass
+        if dead:
+            await _cli(self._exe(), "rm", "-f", *dead)
+
+    async def _start(self) -> None:
+        exe = self._exe()
+        await self._sweep()
+        lim = self.limits
+        args = [exe, "run", "-d", "--rm", "--init", "--label", f"{LABEL}={os.getpid()}"]
+        args += ["--network", "bridge" if self.network else "none"]
+        args += ["--user", "1000:1000", "--read-only", "--cap-drop", "ALL"]
+        args += ["--security-opt", "no-new-privileges", "--workdir", WORKDIR]
+        size = f",size={lim.disk_mb}m" if lim.disk_mb is not None else ""
+        args += ["--tmpfs", f"/tmp:rw,exec,mode=1777{size}"]
+        args += ["--tmpfs", f"{WORKDIR}:rw,exec,uid=1000,gid=1000,mode=0755{size}"]
+        if lim.memory_mb is not None:
+            args += ["--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m"]
+        if lim.processes is not None:
+            args += ["--pids-limit", str(lim.processes)]
+        if lim.open_files is not None:
+            args += ["--ulimit", f"nofile={lim.open_files}:{lim.open_files}"]
+        if lim.file_size_mb is not None:
+            size_b = lim.file_size_mb << 20
+            args += ["--ulimit", f"fsize={size_b}:{size_b}"]
+        if lim.cpu_seconds is not None:
+            args += ["--ulimit", f"cpu={lim.cpu_seconds}:{lim.cpu_seconds}"]
+        args += [self.image, "sleep", "infinity"]
+        code, out, err = await _cli(*args, limit_s=lim.start_timeout + 300)
+        if code != 0:
+            raise SandboxError(f"docker run failed: {err.decode(errors='replace').strip()}")
+        self._container = out.decode().strip()
+
+    async def _stop(self) -> None:
+        if self._container is not None:
+            with contextlib.suppress(Exception):
+                await _cli(self._exe(), "rm", "-f", self._container, limit_s=60)
+
+    def _exec_args(self, env: dict[str, str], cwd: str | None, interactive: bool) -> list[str]:
+        assert self._container is not None
+        args = [self._exe(), "exec"] + (["-i"] if interactive else [])
+        args += ["-w", cwd if cwd and cwd.startswith("/") else os.path.join(WORKDIR, cwd or "")]
+        for key, value in env.items():
+            args += ["-e", f"{key}={value}"]
+        return [*args, self._container]
+
+    async def _run(
+        self,
+        argv: list[str],
+        stdin: bytes | None,
+        env: dict[str, str],
+        cwd: str | None,
+        timeout: float,  # noqa: ASYNC109
+        max_output_bytes: int,
+    ) -> RawExecResult:
+        args = self._exec_args(env, cwd, stdin is not None)
+        args += ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
+        started = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        feed = asyncio.ensure_future(_feed(proc, stdin))
+        reads = [_capped(proc.stdout, max_output_bytes), _capped(proc.stderr, max_output_bytes)]
+        try:
+            (out, out_total), (err, err_total) = await asyncio.wait_for(
+                asyncio.gather(*reads), timeout + 60
+            )
+            code = await proc.wait()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise
+        finally:
+            feed.cancel()
+        duration = time.monotonic() - started
+        timed_out = code == 137 and duration >= timeout
+        if code in (125, 126) and b"Error" in err and b"container" in err:
+            raise SandboxError(f"docker exec failed: {err.decode(errors='replace').strip()}")
+        if code == 137:
+            code = -9
+        elif code > 128 and code - 128 < 64:
+            code = -(code - 128)
+        return RawExecResult(
+            exit_code=code,
+            stdout=out,
+            stderr=err,
+            timed_out=timed_out,
+            truncated=out_total > len(out) or err_total > len(err),
+            duration_s=duration,
+        )
+
+    async def _spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> SandboxProcess:
+        proc = await asyncio.create_subprocess_exec(
+            *self._exec_args(env, cwd, True),
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        return _DockerProcess(proc)
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
+    if data is None or proc.stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+    proc.stdin.close()
+
+
+async def _capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, int]:
+    buf = bytearray()
+    total = 0
+    while chunk := await stream.read(1 << 16):
+        total += len(chunk)
+        if len(buf) < cap:
+            buf += chunk[: cap - len(buf)]
+    return bytes(buf), total
+
+
+class _DockerProcess(SandboxProcess):
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self._proc = proc
+        self._stdin = proc.stdin
+        self._stdout = proc.stdout
+        self._tail = bytearray()
+        self._drain = asyncio.ensure_future(self._keep_tail(proc.stderr))
+
+    async def _keep_tail(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(1 << 16):
+            self._tail = (self._tail + chunk)[-(1 << 16) :]
+
+    async def write(self, data: bytes) -> None:
+        self._stdin.write(data)
+        await self._stdin.drain()
+
+    async def close_stdin(self) -> None:
+        self._stdin.close()
+
+    async def readline(self) -> bytes:
+        return await self._stdout.readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        try:
+            return await self._stdout.readexactly(n)
+        except asyncio.IncompleteReadError as e:
+            return e.partial
+
+    async def read(self, n: int = 1 << 16) -> bytes:
+        return await self._stdout.read(n)
+
+    async def wait(self) -> int:
+        code = await self._proc.wait()
+        self.returncode = -(code - 128) if 128 < code < 192 else code
+        return self.returncode
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        await self.wait()
+
+    def stderr_tail(self) -> bytes:
+        return bytes(self._tail)
