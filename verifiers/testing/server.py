@@ -36,10 +36,12 @@ import asyncio
 import importlib
 import inspect
 import json
+import os
 import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -48,7 +50,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -613,12 +615,16 @@ class ServerProcess:
     """``python -m verifiers.testing.server`` in a child process, as a context manager.
 
     Keyword arguments become command-line flags (``fault_rate=0.2`` -> ``--fault-rate 0.2``;
-    ``responder`` is a ``"module:function"`` string). ``base_url`` is read from the child's first
+    ``responder`` is a ``"module:function"`` string); ``env`` adds environment variables
+    (``PYTHONPATH`` to find the responder, say). ``base_url`` is read from the child's first
     stdout line; :meth:`stats` fetches the child's counters.
     """
 
-    def __init__(self, *, python: str | None = None, **options: Any) -> None:
+    def __init__(
+        self, *, python: str | None = None, env: dict[str, str] | None = None, **options: Any
+    ) -> None:
         self.args = [python or sys.executable, "-m", "verifiers.testing.server"]
+        self.env = {**os.environ, **env} if env else None
         for key, value in options.items():
             if value is None:
                 continue
@@ -627,17 +633,23 @@ class ServerProcess:
             self.args += [f"--{key.replace('_', '-')}", str(value)]
         self.base_url = ""
         self.process: subprocess.Popen[str] | None = None
+        self._stderr: IO[str] | None = None
 
     def __enter__(self) -> ServerProcess:
+        err_file = tempfile.TemporaryFile(mode="w+")  # a file never fills up like a pipe
+        self._stderr = err_file
         self.process = subprocess.Popen(
-            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            self.args, stdout=subprocess.PIPE, stderr=err_file, text=True, env=self.env
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
         if not line.startswith("http"):
             self.process.kill()
-            _, err = self.process.communicate(timeout=10)
-            raise RuntimeError(f"the test server did not start: {line!r} {err.strip()}")
+            self.process.communicate(timeout=10)
+            err_file.seek(0)
+            err = err_file.read().strip()
+            err_file.close()
+            raise RuntimeError(f"the test server did not start: {line!r} {err}")
         self.base_url = line
         return self
 
@@ -657,6 +669,8 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+        if self._stderr is not None:
+            self._stderr.close()
 
 
 async def _serve_forever(server: OpenAITestServer) -> None:
