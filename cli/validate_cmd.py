@@ -1,0 +1,92 @@
+"""``vf env validate ENV [-a ARGS_JSON] [-n N]``: model-free conformance checks.
+
+Registered on the ``vf env`` app as ``app.command("validate")(validate_command)``. Runs
+:func:`verifiers.testing.check_environment`, prints one table row per check and exits 1 when a
+check failed (2 for bad arguments or an environment that is not installed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from cli._common import CLIError, handle_errors
+
+if TYPE_CHECKING:
+    from verifiers.testing.check import CheckReport
+
+HELP = (
+    "Check an environment without a model: it loads, its dataset has the expected columns, "
+    "gold answers get full reward, a no-op answer gets none, and scripted rollouts complete."
+)
+
+_STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+
+
+@handle_errors
+def validate_command(
+    env: str = typer.Argument(..., help="Environment id: NAME or OWNER/NAME[@VERSION]"),
+    env_args: str = typer.Option(
+        None, "--env-args", "-a", help="""Arguments for load_environment, as JSON: '{"k": 1}'"""
+    ),
+    num_examples: int = typer.Option(
+        3, "--num-examples", "-n", min=1, help="Examples the rollout checks use"
+    ),
+    min_gold_reward: float = typer.Option(
+        1.0, "--min-gold-reward", help="Reward every gold (oracle) rollout must reach"
+    ),
+    max_no_op_reward: float = typer.Option(
+        0.0, "--max-no-op-reward", help="The most a do-nothing answer may score"
+    ),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed per check"),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Validate an installed environment (exit code 1 when a check fails)."""
+    from cli.eval_cmd import _json_arg
+    from verifiers.testing.check import check_environment
+
+    args = _json_arg(env_args, "-a/--env-args")
+    report = check_environment(
+        env,
+        env_args=args,
+        num_examples=num_examples,
+        min_gold_reward=min_gold_reward,
+        max_no_op_reward=max_no_op_reward,
+        timeout_s=timeout,
+    )
+    load = report["load"]
+    if load.error_type in ("EnvironmentNotFoundError", "ConfigError"):
+        raise CLIError(load.message, exit_code=2)
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        _print_table(report)
+    if not report.ok:
+        failed = ", ".join(r.name for r in report.failures)
+        print(f"{report.env_id}: {len(report.failures)} check(s) failed: {failed}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def _print_table(report: CheckReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"vf env validate {report.env_id}", title_justify="left")
+    table.add_column("check", style="bold")
+    table.add_column("result")
+    table.add_column("time", justify="right")
+    table.add_column("details", overflow="fold")
+    for r in report.results:
+        table.add_row(
+            r.name,
+            f"[{_STYLE[r.status]}]{r.status}[/]",
+            f"{r.duration_s:.2f}s" if r.status != "skip" or r.duration_s else "",
+            r.message,
+        )
+    console = Console()
+    console.print(table)
+    verdict = "[green]ok[/]" if report.ok else "[bold red]FAILED[/]"
+    console.print(f"{report.env_id}: {verdict}")
