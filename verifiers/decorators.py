@@ -27,15 +27,21 @@ class _Marker:
         self.__doc__ = f"Mark a method as a ``{kind}`` hook (optionally ``priority=N``; higher first)."
 
     @overload
-    def __call__(self, func: F, *, priority: int = 0) -> F: ...
+    def __call__(self, func: F, *, priority: int = 0, stage: str = "rollout") -> F: ...
     @overload
-    def __call__(self, func: None = None, *, priority: int = 0) -> Callable[[F], F]: ...
-    def __call__(self, func: F | None = None, *, priority: int = 0) -> F | Callable[[F], F]:
+    def __call__(
+        self, func: None = None, *, priority: int = 0, stage: str = "rollout"
+    ) -> Callable[[F], F]: ...
+    def __call__(
+        self, func: F | None = None, *, priority: int = 0, stage: str = "rollout"
+    ) -> F | Callable[[F], F]:
+        """``stage`` is accepted for the classic call shape and recorded on the function."""
         kind = self.kind
 
         def mark(f: F) -> F:
             setattr(f, kind, True)
             setattr(f, f"{kind}_priority", priority)
+            setattr(f, f"{kind}_stage", stage)
             return f
 
         return mark(func) if func is not None else mark
