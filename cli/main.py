@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from cli import auth_cmd, env_cmd, eval_cmd, hub_cmd, sandbox_cmd, train_cmd
+from cli import auth_cmd, env_cmd, eval_cmd, hub_cmd, sandbox_cmd, train_cmd, validate_cmd
 
 app = typer.Typer(
     name="vf",
@@ -17,6 +17,9 @@ app = typer.Typer(
 )
 
 app.command("eval", help=eval_cmd.HELP)(eval_cmd.eval_command)
+env_cmd.app.command(
+    "validate", help="Model-free checks of an environment: loads, columns, gold answers, rollouts."
+)(validate_cmd.validate_command)
 app.add_typer(env_cmd.app, name="env", help="Build, push, install and inspect environments.")
 app.add_typer(hub_cmd.app, name="hub", help="Run and administer a hub server.")
 app.add_typer(sandbox_cmd.app, name="sandbox", help="Run commands in isolated sandboxes.")
