@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from typing import Annotated, Any, BinaryIO
@@ -26,7 +27,7 @@ from hub_server.db import make_engine, make_sessionmaker
 from hub_server.errors import BadRequest, HubError, NotFound, TooLarge, Unauthorized
 from hub_server.index import JSON_V1, NotAcceptable, negotiate, render_project, render_root
 from hub_server.metrics import Metrics, MetricsMiddleware
-from hub_server.service import HubService, IndexProject
+from hub_server.service import HubService
 from hub_server.settings import Settings
 from hub_server.storage import BlobNotFound, make_storage
 from verifiers.hub import schemas as s
@@ -111,28 +112,37 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         media = ctype if ctype == JSON_V1 else f"{ctype}; charset=utf-8"
         return Response(body_fn(ctype), media_type=media, headers=headers)
 
+    @functools.lru_cache(maxsize=512)
+    def rendered(name: str, serial: int, ctype: str) -> bytes:
+        """Index pages change only with the project's journal serial: render once per serial."""
+        project = service.index_project(name)
+        if project is None:  # deleted between the state lookup and now
+            raise NotFound("no such project on this index")
+        return render_project(project, ctype).encode()
+
     def project_page(
         request: Request,
-        project: IndexProject | None,
+        name: str,
+        owner: str | None,
         who: Principal | None,
         scoped: bool,
         fmt: str | None,
     ) -> Response:
-        if project is None:
+        state = service.project_state(name)
+        if state is None or (owner is not None and state.owner != owner.lower()):
             raise NotFound("no such project on this index")
-        if project.private and not (who and who.can_read(project.owner, project.name)):
+        if state.private and not (who and who.can_read(state.owner, name)):
             if not scoped:
                 raise NotFound("no such project on this index")
             if who is None:
                 raise Unauthorized(
-                    f"{project.owner}/{project.name} is private: authenticate with a read token"
+                    f"{state.owner}/{name} is private: authenticate with a read token"
                 )
             raise NotFound("no such project on this index")
-        serial = service.project_serial(project.name)
         resp = index_response(
-            request, lambda ct: render_project(project, ct), f"p{serial}|{project.name}", fmt
+            request, lambda ct: rendered(name, state.serial, ct), f"p{state.serial}|{name}", fmt
         )
-        resp.headers["X-PyPI-Last-Serial"] = str(serial)
+        resp.headers["X-PyPI-Last-Serial"] = str(state.serial)
         return resp
 
     def normalised_redirect(request: Request, **parts: str) -> Response | None:
@@ -157,12 +167,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         norm = canonicalize_name(name)
         if redirect := normalised_redirect(request, **{name: norm}):
             return redirect
-        project = service.index_project(norm)
-        if project is None or project.private:
-            upstream = settings.upstream_index_url
-            if upstream and project is None:
-                return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
-        return project_page(request, project, who, scoped=False, fmt=fmt)
+        upstream = settings.upstream_index_url
+        if upstream and service.project_state(norm) is None:
+            return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
+        return project_page(request, norm, None, who, scoped=False, fmt=fmt)
 
     @app.get("/files/{prefix}/{sha256}/{filename}")
     def download(prefix: str, sha256: str, filename: str, request: Request, who: Auth) -> Response:
@@ -355,7 +363,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if redirect := normalised_redirect(request, **{owner: owner.lower(), name: norm}):
             return redirect
         owner_or_404(owner)
-        return project_page(request, service.index_project(norm, owner), who, scoped=True, fmt=fmt)
+        return project_page(request, norm, owner, who, scoped=True, fmt=fmt)
 
     @app.get("/{owner}/{project}/simple/")
     def project_root(
@@ -364,15 +372,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         norm = canonicalize_name(project)
         if redirect := normalised_redirect(request, **{owner: owner.lower(), project: norm}):
             return redirect
-        found = service.index_project(norm, owner)
-        if found is None:
+        state = service.project_state(norm)
+        if state is None or state.owner != owner.lower():
             raise NotFound(f"no environment {owner}/{norm} on this hub")
-        if found.private and not (who and who.can_read(found.owner, found.name)):
+        if state.private and not (who and who.can_read(state.owner, norm)):
             if who is None:
                 raise Unauthorized(f"{owner}/{norm} is private: authenticate with a read token")
             raise NotFound(f"no environment {owner}/{norm} on this hub")
-        seed = f"x{service.project_serial(norm)}|{norm}"
-        return index_response(request, lambda ct: render_root([found.name], ct), seed, fmt)
+        seed = f"x{state.serial}|{norm}"
+        return index_response(request, lambda ct: render_root([norm], ct), seed, fmt)
 
     @app.get("/{owner}/{project}/simple/{name}/")
     def project_page_scoped(
@@ -387,7 +395,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise NotFound(
                 f"this index serves only {owner}/{pnorm}; {norm} must come from another index"
             )
-        return project_page(request, service.index_project(norm, owner), who, scoped=True, fmt=fmt)
+        return project_page(request, norm, owner, who, scoped=True, fmt=fmt)
 
     return app
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import html
-import json
 from datetime import UTC, datetime
+
+import orjson
 
 from hub_server.service import IndexProject
 
@@ -71,9 +72,9 @@ def _iso(dt: datetime) -> str:
 
 def render_root(names: list[str], content_type: str) -> str:
     if content_type == JSON_V1:
-        return json.dumps(
+        return orjson.dumps(
             {"meta": {"api-version": API_VERSION}, "projects": [{"name": n} for n in names]}
-        )
+        ).decode()
     links = "\n".join(f'    <a href="{html.escape(n)}/">{html.escape(n)}</a><br/>' for n in names)
     return (
         "<!DOCTYPE html>\n<html>\n  <head>\n"
@@ -99,14 +100,14 @@ def render_project(project: IndexProject, content_type: str) -> str:
                 "dist-info-metadata": {"sha256": f.metadata_sha256},
             }
             files.append(entry)
-        return json.dumps(
+        return orjson.dumps(
             {
                 "meta": {"api-version": API_VERSION},
                 "name": project.name,
                 "versions": project.versions,
                 "files": files,
             }
-        )
+        ).decode()
     lines = []
     for f in project.files:
         attrs = [f'href="{html.escape(f.url)}#sha256={f.sha256}"']

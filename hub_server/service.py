@@ -71,6 +71,13 @@ class IndexProject:
     versions: list[str]
 
 
+@dataclass(frozen=True)
+class ProjectState:
+    owner: str
+    private: bool
+    serial: int
+
+
 def file_url(sha256: str, filename: str) -> str:
     return f"/files/{sha256[:2]}/{sha256}/{filename}"
 
@@ -671,11 +678,28 @@ class HubService:
                 is not None
             )
 
-    def index_project(self, name: str, owner: str | None = None) -> IndexProject | None:
+    def project_state(self, name: str) -> ProjectState | None:
+        """Owner, visibility and journal serial of a project in one query (the cache key)."""
+        serial = (
+            select(func.max(m.JournalEntry.id))
+            .where(m.JournalEntry.project == m.Environment.name)
+            .scalar_subquery()
+        )
+        with self.session() as db:
+            row = db.execute(
+                select(m.Namespace.name, m.Environment.private, serial)
+                .join(m.Namespace, m.Environment.namespace_id == m.Namespace.id)
+                .where(m.Environment.name == name)
+            ).first()
+        if row is None:
+            return None
+        return ProjectState(owner=row[0], private=bool(row[1]), serial=int(row[2] or 0))
+
+    def index_project(self, name: str) -> IndexProject | None:
         """The project's files for the simple index, or None; access is checked by the caller."""
         with self.session() as db:
             env = db.scalar(select(m.Environment).where(m.Environment.name == name))
-            if env is None or (owner is not None and env.namespace.name != owner.lower()):
+            if env is None:
                 return None
             rows = db.execute(
                 select(m.File, m.Release)
@@ -717,13 +741,6 @@ class HubService:
     def last_serial(self) -> int:
         with self.session() as db:
             return db.scalar(select(func.max(m.JournalEntry.id))) or 0
-
-    def project_serial(self, name: str) -> int:
-        with self.session() as db:
-            return (
-                db.scalar(select(func.max(m.JournalEntry.id)).where(m.JournalEntry.project == name))
-                or 0
-            )
 
     # ---------------------------------------------------------------- eval results
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The main job, end to end on a fresh machine (needs python3.11 with venv and pip):
+#   1. start a hub on embedded defaults (SQLite + a local blob directory),
+#   2. create a user and push every environment package under environments/,
+#   3. install one by owner/name into a FRESH virtual environment,
+#   4. load it and evaluate it: `vf-eval NAME -m oracle -n 5`, or against your endpoint when
+#      VF_BASE_URL and VF_MODEL are set (VF_API_KEY_VAR names the variable holding the key).
+#
+# Knobs: PYTHON (default python3.11), VF_DEMO_DIR (default: a new temp dir, kept afterwards),
+#        VF_DEMO_ENV (which distribution to install; default vf-math if present, else the first
+#        one pushed), VF_DEMO_PORT (default: a free port).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python3.11}"
+DEMO_DIR="${VF_DEMO_DIR:-$(mktemp -d -t vf-demo-XXXXXX)}"
+mkdir -p "$DEMO_DIR"
+HUB_VENV="$DEMO_DIR/hub-venv"
+EVAL_VENV="$DEMO_DIR/eval-venv"
+LOG="$DEMO_DIR/hub.log"
+
+say() { printf '\n==> %s\n' "$*"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found; set PYTHON=/path/to/python3.11"
+
+# The demo never touches your own vf config or hub login.
+export XDG_CONFIG_HOME="$DEMO_DIR/config"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+say "hub tooling venv: $HUB_VENV"
+if [ ! -x "$HUB_VENV/bin/vf" ]; then
+  "$PYTHON" -m venv "$HUB_VENV"
+  "$HUB_VENV/bin/python" -m pip install -q --upgrade pip
+  "$HUB_VENV/bin/python" -m pip install -q -e "$REPO[server,cli]" build hatchling
+fi
+VF="$HUB_VENV/bin/vf"
+
+PORT="${VF_DEMO_PORT:-$("$HUB_VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
+URL="http://127.0.0.1:$PORT"
+say "starting the hub on $URL (data: $DEMO_DIR/hub-data, log: $LOG)"
+"$VF" hub serve --port "$PORT" --data-dir "$DEMO_DIR/hub-data" --log-level warning >"$LOG" 2>&1 &
+HUB_PID=$!
+trap 'kill "$HUB_PID" 2>/dev/null || true' EXIT
+"$HUB_VENV/bin/python" - "$URL" "$HUB_PID" <<'PY' || { cat "$LOG" >&2; die "the hub did not start"; }
+import os, sys, time, urllib.request
+url, pid = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(1)
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+PY
+
+say "creating user 'demo'"
+TOKEN="$("$VF" hub user create demo --data-dir "$DEMO_DIR/hub-data" | tail -n 1)"
+export VF_HUB_URL="$URL" VF_HUB_TOKEN="$TOKEN"
+"$VF" whoami
+
+say "pushing every package under environments/"
+PUSHED=()
+for pkg in "$REPO"/environments/*/; do
+  [ -f "$pkg/pyproject.toml" ] || continue
+  if out="$("$VF" env push "$pkg" 2>&1)"; then
+    echo "$out" | head -n 1
+    PUSHED+=("$(echo "$out" | sed -n 's/^.*install with: vf env install \(.*\)@.*$/\1/p')")
+  else
+    echo "skipped $(basename "$pkg"): $out" >&2
+  fi
+done
+[ "${#PUSHED[@]}" -gt 0 ] || die "no environment package could be pushed"
+"$VF" env list
+
+CHOICE=""
+for spec in "${PUSHED[@]}"; do
+  case "$spec" in
+    */"${VF_DEMO_ENV:-vf-math}") CHOICE="$spec" ;;
+  esac
+done
+CHOICE="${CHOICE:-${PUSHED[0]}}"
+
+say "fresh venv for the evaluation: $EVAL_VENV"
+rm -rf "$EVAL_VENV"
+"$PYTHON" -m venv "$EVAL_VENV"
+"$EVAL_VENV/bin/python" -m pip install -q --upgrade pip
+"$EVAL_VENV/bin/python" -m pip install -q -e "$REPO[cli]"
+
+say "installing $CHOICE from the hub into the fresh venv"
+"$EVAL_VENV/bin/vf" env install "$CHOICE"
+ENV_ID="$("$EVAL_VENV/bin/vf" env info "$CHOICE" --json | "$EVAL_VENV/bin/python" -c '
+import json, sys
+p = json.load(sys.stdin)
+rel = next(r for r in p["releases"] if r["version"] == p["latest_version"])
+print(next(iter(rel["entry_points"]), p["name"]))')"
+"$EVAL_VENV/bin/python" -c "import verifiers as vf; env = vf.load_environment('$ENV_ID'); print('loaded', '$ENV_ID', 'as', type(env).__name__)"
+
+if [ -n "${VF_BASE_URL:-}" ] && [ -n "${VF_MODEL:-}" ]; then
+  say "evaluating $ENV_ID with $VF_MODEL at $VF_BASE_URL"
+  "$EVAL_VENV/bin/vf-eval" "$ENV_ID" -m "$VF_MODEL" -b "$VF_BASE_URL" -n 5 -r 1 -o "$DEMO_DIR/results"
+else
+  say "evaluating $ENV_ID with the built-in oracle model"
+  "$EVAL_VENV/bin/vf-eval" "$ENV_ID" -m oracle -n 5 -r 1 -o "$DEMO_DIR/results"
+fi
+
+say "done: results in $DEMO_DIR/results; the hub stops now (its data stays in $DEMO_DIR/hub-data)"
