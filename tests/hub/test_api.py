@@ -1,0 +1,98 @@
+"""The JSON API beyond uploads: listing and search, eval results, health, metrics, errors."""
+
+from __future__ import annotations
+
+import httpx
+
+from .conftest import Hub
+
+
+def test_list_search_by_query_owner_tag_and_paging(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    word = hub.unique("zebra")
+    names = [f"{word}-{i}" for i in range(3)]
+    for i, n in enumerate(names):
+        kw = "puzzle, games" if i < 2 else "math"
+        assert hub.upload(hub.wheel(n, keywords=kw), token).status_code == 200
+    hub.upload(hub.wheel(hub.unique("hidden"), keywords="puzzle"), token, private="1")
+
+    res = hub.api("GET", "/projects", params={"owner": owner}).json()
+    assert res["total"] == 3  # the private one is not listed anonymously
+    assert hub.api("GET", "/projects", token, params={"owner": owner}).json()["total"] == 4
+    res = hub.api("GET", "/projects", params={"q": word}).json()
+    assert sorted(p["name"] for p in res["items"]) == names
+    res = hub.api("GET", "/projects", params={"owner": owner, "tag": "puzzle"}).json()
+    assert sorted(p["name"] for p in res["items"]) == names[:2]
+    assert res["items"][0]["tags"] == ["games", "puzzle"]
+    page1 = hub.api("GET", "/projects", params={"q": word, "per_page": 2}).json()
+    page2 = hub.api("GET", "/projects", params={"q": word, "per_page": 2, "page": 2}).json()
+    assert page1["total"] == 3 and len(page1["items"]) == 2 and len(page2["items"]) == 1
+    assert hub.api("GET", "/projects", params={"per_page": 1000}).status_code == 400
+
+
+def test_project_and_version_views(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("view-env")
+    for v in ("1.0", "1.10.0", "1.9.0"):
+        hub.upload(hub.wheel(name, v), token)
+    p = hub.api("GET", f"/projects/{owner}/{name}").json()
+    assert p["latest_version"] == "1.10.0"
+    assert [r["version"] for r in p["releases"]] == ["1.10.0", "1.9.0", "1.0"]
+    assert p["releases"][0]["entry_points"] == {name: f"{name.replace('-', '_')}:load_environment"}
+    r = hub.api("GET", f"/projects/{owner}/{name}/versions/1.9.0").json()
+    assert r["files"][0]["url"].startswith("/files/")
+    assert hub.api("GET", f"/projects/{owner}/{name}/versions/3.0").status_code == 404
+    hub.api("POST", f"/projects/{owner}/{name}/versions/1.10.0/yank", token, json={})
+    assert hub.api("GET", f"/projects/{owner}/{name}").json()["latest_version"] == "1.9.0"
+
+
+def test_eval_results_pinned_to_release_and_wheel(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("eval-env")
+    sha = hub.upload(hub.wheel(name), token).json()["sha256"]
+    body = {
+        "wheel_sha256": sha,
+        "model": "oracle",
+        "num_examples": 5,
+        "metrics": {"avg_reward": 1.0},
+    }
+    r = hub.api("POST", f"/projects/{owner}/{name}/versions/1.0.0/evals", token, json=body)
+    assert r.status_code == 201, r.text
+    assert r.json()["submitted_by"] == owner
+    bad = hub.api(
+        "POST",
+        f"/projects/{owner}/{name}/versions/1.0.0/evals",
+        token,
+        json={**body, "wheel_sha256": "a" * 64},
+    )
+    assert bad.status_code == 400 and "not a file of" in bad.json()["message"]
+    assert (
+        hub.api(
+            "POST", f"/projects/{owner}/{name}/versions/1.0.0/evals", None, json=body
+        ).status_code
+        == 401
+    )
+    listed = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0/evals").json()
+    assert [e["metrics"] for e in listed] == [{"avg_reward": 1.0}]
+
+
+def test_health_metrics_and_error_bodies(hub: Hub) -> None:
+    assert httpx.get(f"{hub.url}/healthz").json() == {"status": "ok"}
+    httpx.get(f"{hub.url}/simple/")
+    text = httpx.get(f"{hub.url}/metrics").text
+    assert 'vf_hub_http_requests_total{method="GET",route="/simple/",status="200"}' in text
+    assert "vf_hub_environments " in text
+    r = hub.api("POST", "/tokens", hub.admin_token, json={"scopes": "nope"})
+    assert r.status_code == 400 and r.json()["error"] == "bad_request"
+    r = httpx.get(f"{hub.url}/api/v1/nothing/here")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    r = httpx.get(f"{hub.url}/files/ab/abc/x.whl")
+    assert r.status_code == 404
+    r = httpx.post(
+        f"{hub.url}/legacy/",
+        headers={"Authorization": f"Bearer {hub.admin_token}"},
+        data={"x": "1"},
+    )
+    assert r.status_code == 400 and "no file" in r.json()["message"]
+    r = httpx.get(f"{hub.url}/simple/", headers={"Authorization": "Digest abc"})
+    assert r.status_code == 401 and "Bearer or Basic" in r.json()["message"]
