@@ -24,7 +24,7 @@ def test_push_install_load_evaluate(hub: Hub, tmp_path: Path) -> None:
     }
     name = hub.unique("e2e-env")
     assert vf(["env", "init", name, "--path", str(tmp_path / "src")], env)[0] == 0
-    code, out, err = vf(["env", "push", str(tmp_path / "src" / name)], env)
+    code, _, err = vf(["env", "push", str(tmp_path / "src" / name)], env)
     assert code == 0, err
 
     py = fresh_venv(tmp_path / "venv")
