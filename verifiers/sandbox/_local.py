@@ -10,7 +10,7 @@ import asyncio
 import atexit
 import contextlib
 import itertools
-import json
+import marshal
 import os
 import signal
 import socket
@@ -234,7 +234,7 @@ class AgentSandbox(Sandbox):
             raise SandboxError(
                 f"{self.backend} sandbox did not start within {self.limits.start_timeout}s"
             ) from None
-        if ready is None or ready.get("op") != "ready":
+        if not ready or ready[0] != "ready":
             raise SandboxError(f"{self.backend} sandbox failed to start: {self._stderr_text()}")
         self._reader = loop.create_task(self._read_loop())
         await self._after_start()
@@ -250,25 +250,33 @@ class AgentSandbox(Sandbox):
             return proc.stderr.read(8192).decode("utf-8", "replace").strip() or "(no output)"
         return "(no output)"
 
-    async def _recv(self) -> dict[str, Any] | None:
+    async def _recv(self) -> list[str] | None:
+        """The agent's next message as words (``None`` when the agent is gone)."""
         assert self._sock is not None
-        data = await asyncio.get_running_loop().sock_recv(self._sock, 1 << 16)
+        data = await asyncio.get_running_loop().sock_recv(self._sock, 4096)
         if not data:
             return None
-        msg: dict[str, Any] = json.loads(data)
-        return msg
+        return data.decode("ascii").split()
 
     async def _read_loop(self) -> None:
         try:
             while True:
-                msg = await self._recv()
-                if msg is None:
+                words = await self._recv()
+                if words is None:
                     break
-                if msg.get("op") == "exit":
-                    job = self._jobs.pop(int(msg["id"]), None)
+                if words[0] == "exit" and len(words) == 7:
+                    job = self._jobs.pop(int(words[1]), None)
                     if job is not None and not job.exit.done():
-                        job.exit.set_result(msg)
-        except (OSError, ValueError) as e:
+                        job.exit.set_result(
+                            {
+                                "status": int(words[2]),
+                                "timed_out": words[3] == "1",
+                                "duration": float(words[4]),
+                                "cpu": float(words[5]),
+                                "maxrss_kb": int(words[6]),
+                            }
+                        )
+        except (OSError, ValueError, UnicodeDecodeError) as e:
             self._fail(f"lost the sandbox agent: {e}")
             return
         self._fail("the sandbox died" if not self._state.stopped else "the sandbox was stopped")
@@ -279,12 +287,13 @@ class AgentSandbox(Sandbox):
         for job in self._jobs.values():
             if not job.exit.done():
                 job.exit.set_exception(SandboxError(f"sandbox {self.id}: {reason}"))
+                job.exit.exception()  # not an error if nobody waits for it (a killed worker)
         self._jobs.clear()
 
     async def _send(self, msg: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
         if self._dead is not None or self._sock is None:
             raise SandboxError(f"sandbox {self.id}: {self._dead or 'not started'}")
-        data = json.dumps(msg).encode()
+        data = marshal.dumps(msg)
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -474,6 +483,11 @@ async def _wait_pid_gone(pid: int, timeout: float = 10.0) -> None:  # noqa: ASYN
     finally:
         loop.remove_reader(pidfd)
         os.close(pidfd)
+
+
+def encode_config(config: dict[str, Any]) -> str:
+    """The agent's configuration as a command-line argument."""
+    return marshal.dumps(config).hex()
 
 
 def child_pids(pid: int) -> list[int]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from verifiers.errors import SandboxError
 from verifiers.sandbox._cgroup import SandboxCgroup
-from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, child_pids
+from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, child_pids, encode_config
 from verifiers.sandbox.base import WORKDIR, SandboxLimits
 
 __all__ = ["BwrapSandbox", "bwrap_available"]
@@ -99,7 +99,7 @@ class BwrapSandbox(AgentSandbox):
             )
         python, python_binds = _sandbox_python()
         argv = [bwrap, *self._bwrap_args(python_binds)]
-        argv += ["--", python, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd), _json(config)]
+        argv += ["--", python, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd), encode_config(config)]
         lim = self.limits
         self._cgroup = SandboxCgroup(
             self.id,
@@ -159,9 +159,3 @@ class BwrapSandbox(AgentSandbox):
     async def _cleanup(self) -> None:
         if self._cgroup is not None:
             self._cgroup.remove()
-
-
-def _json(obj: Any) -> str:
-    import json
-
-    return json.dumps(obj, separators=(",", ":"))

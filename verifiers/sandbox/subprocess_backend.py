@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox
+from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, encode_config
 from verifiers.sandbox.base import SandboxLimits, base_env
 
 __all__ = ["SubprocessSandbox"]
@@ -71,9 +71,8 @@ class SubprocessSandbox(AgentSandbox):
         return base_env(env, home=self._workdir()) | {"TMPDIR": self._workdir()}
 
     def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
-        import json
-
-        return [sys.executable, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd), json.dumps(config)]
+        argv = [sys.executable, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd)]
+        return [*argv, encode_config(config)]
 
     async def _cleanup(self) -> None:
         if self._dir is not None:
