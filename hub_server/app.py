@@ -322,6 +322,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def unyank(owner: str, name: str, version: str, who: Auth) -> s.ReleaseOut:
         return service.set_yanked(require_principal(who), owner, name, version, False, None)
 
+    @app.delete(f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}")
+    def delete_release(owner: str, name: str, version: str, who: Auth) -> dict[str, list[str]]:
+        deleted = service.delete_release(require_principal(who), owner, name, version)
+        return {"deleted": deleted}
+
     @app.post(
         f"{api}/projects/{{owner}}/{{name}}/versions/{{version}}/evals",
         response_model=s.EvalResultOut,

@@ -500,6 +500,36 @@ class HubService:
             db.commit()
             return self._release_out(db, rel)
 
+    def delete_release(
+        self, principal: Principal, owner: str, name: str, version: str
+    ) -> list[str]:
+        """Admin only: remove a release and its files. Their filenames stay burned, so the
+        same filename can never be published again. Returns the deleted filenames."""
+        principal.require_scope("admin")
+        if not principal.is_admin:
+            raise Forbidden("only hub admins can delete releases; yank it instead (vf env yank)")
+        with self.session() as db:
+            env = self._env_for(db, principal, owner, name)
+            rel = self._release(db, env, version)
+            files = db.scalars(select(m.File).where(m.File.release_id == rel.id)).all()
+            keys = [k for f in files for k in (f.blob_key, f.metadata_key)]
+            names = [f.filename for f in files]
+            for f in files:
+                db.delete(f)
+            db.execute(m.EvalResult.__table__.delete().where(m.EvalResult.release_id == rel.id))
+            db.delete(rel)
+            env.updated_at = _now()
+            self._journal(
+                db,
+                "delete_release",
+                project=env.name,
+                version=rel.version,
+                actor=principal.user_name,
+            )
+            db.commit()
+        self._collect_blobs(keys)
+        return names
+
     # ---------------------------------------------------------------- reading
 
     def _env_for(

@@ -205,3 +205,50 @@ def test_upload_needs_credentials(hub: Hub) -> None:
     resp = hub.upload(hub.wheel(hub.unique("anon-env")), None)
     assert resp.status_code == 401
     assert "WWW-Authenticate" in resp.headers or "www-authenticate" in resp.headers
+
+
+def test_admin_delete_burns_the_filename(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("burn-env")
+    wheel = hub.wheel(name)
+    sha = hub.upload(wheel, token).json()["sha256"]
+    path = f"/projects/{owner}/{name}/versions/1.0.0"
+    assert hub.api("DELETE", path, token).status_code == 403  # owners yank; admins delete
+    r = hub.api("DELETE", path, hub.admin_token)
+    assert r.status_code == 200 and r.json()["deleted"] == [wheel.name]
+    assert not hub.service.storage.exists(blob_key(sha))
+    page = httpx.get(
+        f"{hub.url}/simple/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    assert page.json()["files"] == []
+    for again in (wheel, hub.wheel(name, module_body="NEW = 1\n")):
+        resp = hub.upload(again, token)
+        assert resp.status_code == 409
+        assert "never reused" in resp.json()["message"]
+    assert hub.upload(hub.wheel(name, "1.0.1"), token).status_code == 200
+
+
+def test_uv_publish(hub: Hub) -> None:
+    import subprocess
+
+    from .tools import BIN, _env
+
+    _, token = hub.new_user()
+    name = hub.unique("uvpub-env")
+    wheel = hub.wheel(name)
+    cmd = [
+        str(BIN / "uv"),
+        "publish",
+        "--publish-url",
+        f"{hub.url}/legacy/",
+        "-u",
+        "__token__",
+        "-p",
+        token,
+        str(wheel),
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 200
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=120)
+    assert r.returncode == 0, r.stderr  # identical re-upload is fine
