@@ -55,7 +55,7 @@ def _openai(base_url: str, **kw: Any) -> Client:
     timeout = kw.pop("timeout", 600.0)
     retry = kw.pop("retry", FAST)
     oc = openai.AsyncOpenAI(base_url=base_url, api_key="sk-test", timeout=timeout)
-    return OpenAIClient(oc, retry=retry, **kw)
+    return OpenAIClient(oc, retry=retry, owns_client=True, **kw)
 
 
 @pytest.fixture(params=[_native, _openai], ids=["native", "openai"])
@@ -318,9 +318,25 @@ async def test_as_client_accepts_openai_objects_and_urls() -> None:
         client = as_client(sync)
         assert isinstance(client, OpenAIClient)
         assert (await client.get_response(USER, "toy")).content == "sync ok"
+        await client.close()  # closes the AsyncOpenAI it made from the sync client
+        assert client.client.is_closed()  # type: ignore[attr-defined]
         native = as_client(srv.base_url)
         assert isinstance(native, NativeClient)
         assert (await native.get_response(USER, "toy")).content == "sync ok"
         await native.close()
         assert as_client(native) is native
         sync.close()
+
+
+async def test_pydantic_history_messages_are_sent(
+    make_client: MakeClient, clients: list[Client]
+) -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    history = [*USER, ChatCompletionMessage(role="assistant", content="4"), *USER]
+    async with OpenAITestServer(responder=lambda req: "again 4") as srv:
+        client = make_client(srv.base_url)
+        clients.append(client)
+        r = await client.get_response(history, "toy")  # type: ignore[arg-type]
+        assert srv.requests[0]["messages"][1] == {"role": "assistant", "content": "4"}
+    assert r.content == "again 4"

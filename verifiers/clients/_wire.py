@@ -11,7 +11,7 @@ from typing import Any
 from verifiers.errors import ConfigError, EmptyModelResponseError, InvalidModelResponseError
 from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs, Usage
 
-__all__ = ["RequestOptions", "build_request", "parse_response"]
+__all__ = ["RequestOptions", "build_request", "json_default", "parse_response"]
 
 # sampling_args keys that configure the HTTP request rather than the JSON body
 _REQUEST_KEYS = frozenset({"extra_body", "extra_headers", "timeout"})
@@ -96,6 +96,15 @@ def build_request(
         else:
             del body["logprobs"]
     return path, body, options
+
+
+def json_default(obj: Any) -> Any:
+    """For ``orjson.dumps(default=...)``: pydantic models (``openai`` message and tool-call
+    objects that classic environments sometimes put in the history) become dicts."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 def _int_list(value: Any, what: str) -> list[int] | None:

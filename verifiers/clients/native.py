@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from verifiers.clients._wire import build_request, parse_response
+from verifiers.clients._wire import build_request, json_default, parse_response
 from verifiers.clients.base import Client
 from verifiers.clients.retry import RetryPolicy, TransientError, error_for_status
 from verifiers.errors import ConfigError
@@ -72,11 +73,12 @@ class NativeClient(Client):
             self._headers.update(headers)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._keeper: AsyncGenerator[None, None] | None = None
 
     def __repr__(self) -> str:
         return f"NativeClient(base_url={self.base_url!r})"
 
-    def _get_session(self) -> aiohttp.ClientSession:
+    async def _get_session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         session = self._session
         if session is not None and self._loop is loop and not session.closed:
@@ -90,14 +92,18 @@ class NativeClient(Client):
             timeout=aiohttp.ClientTimeout(total=self.timeout),
             headers=self._headers,
             skip_auto_headers=("User-Agent",),
-            auto_decompress=True,
         )
         self._session, self._loop = session, loop
+        # asyncio.run() closes live async generators before it closes the loop: this one
+        # closes the session then, so a client reused across asyncio.run() calls leaks nothing
+        keeper = _close_at_loop_end(session)
+        await keeper.__anext__()
+        self._keeper = keeper
         return session
 
     @staticmethod
     def _drop_session(session: aiohttp.ClientSession) -> None:
-        """Forget a session of another (usually finished) event loop without awaiting it."""
+        """Forget a session of another event loop that was not closed with it."""
         connector = session.connector
         if connector is not None:
             connector._close()  # synchronous part of close(): drops pooled transports
@@ -108,7 +114,9 @@ class NativeClient(Client):
     ) -> ModelResponse:
         import aiohttp
 
-        session = self._get_session()
+        session = self._session
+        if session is None or session.closed or self._loop is not asyncio.get_running_loop():
+            session = await self._get_session()
         try:
             async with session.post(url, data=data, **extra) as resp:
                 raw = await resp.read()
@@ -137,7 +145,7 @@ class NativeClient(Client):
     ) -> ModelResponse:
         path, body, options = build_request(prompt, model, sampling_args, tools, message_type)
         url = self.base_url + path
-        data = orjson.dumps(body)
+        data = orjson.dumps(body, default=json_default)
         extra: dict[str, Any] = {}
         if options.headers:
             extra["headers"] = options.headers
@@ -150,7 +158,8 @@ class NativeClient(Client):
         )
 
     async def close(self) -> None:
-        session, self._session = self._session, None
+        session, keeper = self._session, self._keeper
+        self._session = self._keeper = None
         if session is None or session.closed:
             return
         try:
@@ -158,6 +167,15 @@ class NativeClient(Client):
         except RuntimeError:
             loop = None
         if loop is not None and loop is self._loop:
+            if keeper is not None:
+                await keeper.aclose()
             await session.close()
         else:
             self._drop_session(session)
+
+
+async def _close_at_loop_end(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await session.close()
