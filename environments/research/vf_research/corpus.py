@@ -115,15 +115,17 @@ def _tokens(text: str) -> list[str]:
 
 
 def normalize(answer: str | None) -> str:
-    """Lower case, outer quotes/backticks/whitespace, a trailing ``()`` or period removed."""
+    """Lower case; surrounding whitespace, backticks, matching quotes, a trailing period and a
+    trailing ``()`` removed (repeatedly, so "`f()`." becomes "f")."""
     if answer is None:
         return ""
-    text = answer.strip().strip("`").strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        text = text[1:-1]
-    text = text.strip().rstrip(".").strip()
-    if text.endswith("()"):
-        text = text[:-2]
+    text, previous = answer, None
+    while text != previous:
+        previous = text
+        text = text.strip().rstrip(".").strip("`")
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]
+        text = text.removesuffix("()")
     return text.lower()
 
 
@@ -191,7 +193,11 @@ def _document(module: str, name: str, obj: Any) -> Document | None:
     if sig is not None:
         header += str(sig)
         for p in sig.parameters.values():
-            if p.default is not inspect.Parameter.empty and _simple_default(p.default):
+            if (
+                p.default is not inspect.Parameter.empty
+                and _simple_default(p.default)
+                and normalize(repr(p.default))  # an answer that survives normalisation
+            ):
                 params.append((p.name, repr(p.default)))
     return Document(
         id=f"{module}.{name}",

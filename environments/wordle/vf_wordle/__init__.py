@@ -141,12 +141,12 @@ def load_environment(
         pool = pool[:num_examples]
     rows = [
         {
-            "question": f"Start guessing: you have {max_guesses} guesses.",
+            "question": f"Game {i + 1}: find the hidden word in {max_guesses} guesses.",
             "answer": word,
             "task": "wordle",
             "info": {"max_guesses": max_guesses},
         }
-        for word in pool
+        for i, word in enumerate(pool)
     ]
     dataset = Dataset.from_list(rows)
     parser = vf.XMLParser(["think", "guess"], answer_field="guess")
