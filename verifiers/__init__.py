@@ -89,7 +89,7 @@ _EXPORTS: dict[str, str] = {
     "SandboxError": "verifiers.errors",
 }
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
