@@ -26,7 +26,7 @@ _DB_URL = typer.Option(
 )
 
 
-def _settings(data_dir: Path | None, database_url: str | None, **extra: object) -> Settings:
+def _settings(data_dir: Path | None, database_url: str | None) -> Settings:
     try:
         from hub_server.settings import Settings
     except ImportError as e:
@@ -35,7 +35,7 @@ def _settings(data_dir: Path | None, database_url: str | None, **extra: object) 
             "pip install 'verifiers[server]'",
         ) from None
     try:
-        return Settings.from_env(data_dir=data_dir, database_url=database_url, **extra)
+        return Settings.from_env(None, data_dir=data_dir, database_url=database_url)
     except ValueError as e:
         raise CLIError(str(e)) from None
 

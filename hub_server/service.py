@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from packaging.utils import canonicalize_name, canonicalize_version
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import ColumnElement, Engine, and_, func, or_, select
+from sqlalchemy import ColumnElement, Engine, and_, delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -436,7 +436,7 @@ class HubService:
                 env.summary = info.summary
                 env.description = info.description
                 env.display_name = info.name
-                db.execute(m.Tag.__table__.delete().where(m.Tag.environment_id == env.id))
+                db.execute(delete(m.Tag).where(m.Tag.environment_id == env.id))
                 for tag in info.keywords:
                     db.add(m.Tag(environment_id=env.id, tag=tag))
             env.updated_at = _now()
@@ -516,7 +516,7 @@ class HubService:
             names = [f.filename for f in files]
             for f in files:
                 db.delete(f)
-            db.execute(m.EvalResult.__table__.delete().where(m.EvalResult.release_id == rel.id))
+            db.execute(delete(m.EvalResult).where(m.EvalResult.release_id == rel.id))
             db.delete(rel)
             env.updated_at = _now()
             self._journal(

@@ -139,22 +139,22 @@ def inspect_wheel(
         ep_name = f"{dist_info}/entry_points.txt"
         entry_points = _read_entry_points(zf.read(ep_name)) if ep_name in seen else {}
 
-    info = _parse_metadata(metadata_bytes, filename)
-    if canonicalize_name(info.name) != norm_name:
+    winfo = _parse_metadata(metadata_bytes, filename)
+    if canonicalize_name(winfo.name) != norm_name:
         raise InvalidUpload(
-            f"METADATA Name {info.name!r} does not match the filename {filename!r}; "
+            f"METADATA Name {winfo.name!r} does not match the filename {filename!r}; "
             "rebuild the wheel instead of renaming it"
         )
-    if info.version != version:
+    if winfo.version != version:
         raise InvalidUpload(
-            f"METADATA Version {info.version!r} does not match the filename {filename!r}; "
+            f"METADATA Version {winfo.version!r} does not match the filename {filename!r}; "
             "rebuild the wheel instead of renaming it"
         )
-    info.filename = filename
-    info.normalized_name = norm_name
-    info.wheel_tags = tag_str
-    info.entry_points = entry_points
-    return info
+    winfo.filename = filename
+    winfo.normalized_name = norm_name
+    winfo.wheel_tags = tag_str
+    winfo.entry_points = entry_points
+    return winfo
 
 
 def _verify_members(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limit: int) -> None:
