@@ -113,7 +113,9 @@ def test_bad_requests_get_400() -> None:
         status, data = _post(url, b'{"model": "m"}')
         assert status == 400 and "messages" in data["error"]["message"]
         assert _post(url, json.dumps({"messages": USER, "stream": True}).encode())[0] == 400
-        assert srv.stats.bad_requests == 3 and srv.stats.responses == 0
+        batch = json.dumps({"prompt": ["a", "b"]}).encode()
+        assert _post(srv.base_url + "/completions", batch)[0] == 400
+        assert srv.stats.bad_requests == 4 and srv.stats.responses == 0
 
 
 async def test_async_responder_and_latency_function() -> None:

@@ -354,6 +354,8 @@ class OpenAITestServer:
         max_model_len: prompts with at least this many toy tokens get a vLLM-style 400
             "maximum context length" error.
         model: the id listed by ``GET /v1/models``.
+        keep_requests: record every request in :attr:`requests` and the latest headers in
+            :attr:`last_headers` (the command line turns this off for long benchmark runs).
     """
 
     def __init__(
@@ -370,6 +372,7 @@ class OpenAITestServer:
         hang_seconds: float = 3600.0,
         max_model_len: int | None = None,
         model: str = "toy-model",
+        keep_requests: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -390,6 +393,7 @@ class OpenAITestServer:
         self.hang_seconds = hang_seconds
         self.max_model_len = max_model_len
         self.model = model
+        self.keep_requests = keep_requests
         self.host = host
         self.port = port
         self.stats = ServerStats()
@@ -526,8 +530,12 @@ class OpenAITestServer:
         if body.get("stream"):
             self.stats.bad_requests += 1
             return _error(400, "this test server does not stream; drop 'stream'")
-        self.requests.append(body)
-        self.last_headers = dict(request.headers)
+        if required == "prompt" and not isinstance(body["prompt"], str):
+            self.stats.bad_requests += 1
+            return _error(400, "this test server takes one string 'prompt' per request")
+        if self.keep_requests:
+            self.requests.append(body)
+            self.last_headers = dict(request.headers)
         latency = self.latency(body) if callable(self.latency) else self.latency
         if latency > 0:
             await asyncio.sleep(latency)
@@ -712,6 +720,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             hang_seconds=ns.hang_seconds,
             max_model_len=ns.max_model_len,
             model=ns.model,
+            keep_requests=False,
             host=ns.host,
             port=ns.port,
         )
