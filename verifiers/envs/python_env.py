@@ -33,6 +33,15 @@ _CLASSIC_DEFAULT = "numpy sympy scipy"
 SITE_MOUNT = "/opt/vf-site"
 
 
+def _site_root() -> Path:
+    """Where installed package sets are cached: ``$VF_SANDBOX_SITE_DIR``, else a directory
+    under /var/tmp that the sandbox's host uid (``nobody`` when running as root) can read."""
+    configured = os.environ.get("VF_SANDBOX_SITE_DIR")
+    if configured:
+        return Path(configured)
+    return Path("/var/tmp") / f"verifiers-sandbox-sites-{os.geteuid()}"
+
+
 def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
@@ -126,8 +135,7 @@ class PythonEnv(SandboxEnv):
             wheel = wheels[name]
             key.update(f"{wheel.name}:{wheel.stat().st_size}".encode())
         key.update(" ".join(self.pip_install_packages).encode())
-        root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "verifiers"
-        return root / "sandbox-sites" / key.hexdigest()[:16]
+        return _site_root() / key.hexdigest()[:16]
 
     async def _ensure_site(self) -> None:
         if self._site is None or self._site_ready:
@@ -144,7 +152,7 @@ class PythonEnv(SandboxEnv):
         assert site is not None and self.wheel_dir is not None
         if (site / ".complete").exists():
             return
-        site.parent.mkdir(parents=True, exist_ok=True)
+        site.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         staging = site.with_name(f"{site.name}.tmp-{os.getpid()}")
         cmd = [self._python(), "-m", "pip", "install", "--quiet", "--no-index"]
         cmd += ["--disable-pip-version-check", "--no-compile", "--find-links", str(self.wheel_dir)]

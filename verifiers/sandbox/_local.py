@@ -188,9 +188,6 @@ class AgentSandbox(Sandbox):
     def _workdir(self) -> str:
         """The work dir as seen from inside the sandbox."""
 
-    def _popen_kwargs(self) -> dict[str, Any]:
-        return {}
-
     async def _after_start(self) -> None:
         """Called once the agent is ready."""
 
@@ -219,12 +216,9 @@ class AgentSandbox(Sandbox):
                 stderr=subprocess.PIPE,
                 pass_fds=(child.fileno(),),
                 start_new_session=True,
-                **self._popen_kwargs(),
             )
         except OSError as e:
-            raise SandboxError(
-                f"cannot launch the {self.backend} sandbox ({argv[0]!r}): {e}"
-            ) from e
+            raise SandboxError(f"cannot launch the {self.backend} sandbox: {e}") from e
         finally:
             child.close()
         _LIVE[id(self)] = (self._proc.pid,)

@@ -31,7 +31,7 @@ from verifiers.sandbox._cgroup import SandboxCgroup
 from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, child_pids, encode_config
 from verifiers.sandbox.base import WORKDIR, SandboxLimits
 
-__all__ = ["BwrapSandbox", "bwrap_available"]
+__all__ = ["BwrapSandbox", "bwrap_available", "sandbox_host_uid"]
 
 NOBODY = 65534
 _NETWORK_FILES = (
@@ -43,6 +43,12 @@ _NETWORK_FILES = (
     "/etc/gai.conf",
 )
 _BASE_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
+
+
+def sandbox_host_uid() -> int:
+    """The host uid sandbox processes run as: ``nobody`` when this process is root (host paths
+    bound into a sandbox must then be readable by it), else this process's uid."""
+    return NOBODY if os.geteuid() == 0 else os.geteuid()
 
 
 def bwrap_available() -> bool:
