@@ -187,7 +187,7 @@ async def test_transient_faults_are_retried(
 
 async def test_hang_past_timeout_is_retried(make_client: MakeClient, clients: list[Client]) -> None:
     async with OpenAITestServer(responder=lambda req: "ok", fault_sequence=["hang"]) as srv:
-        client = make_client(srv.base_url, timeout=0.3)
+        client = make_client(srv.base_url, timeout=1.0)
         clients.append(client)
         r = await client.get_response(USER, "toy")
     assert r.content == "ok"

@@ -221,7 +221,8 @@ def build_chat_completion(
     if r["reasoning_content"]:
         message["reasoning_content"] = r["reasoning_content"]
     finish = r.get("finish_reason") or ("tool_calls" if r["tool_calls"] else "stop")
-    prompt_ids = toy_tokenize(toy_chat_template(request.get("messages", []), request.get("tools")))
+    prompt_text = toy_chat_template(request.get("messages", []), request.get("tools"))
+    n_prompt = len(prompt_text.encode("utf-8"))  # one toy token per byte
     completion_ids = toy_tokenize(toy_render_assistant(message) + END)
     limit = _max_tokens(request)
     if limit is not None and len(completion_ids) > limit:
@@ -250,13 +251,13 @@ def build_chat_completion(
         "model": request.get("model", "toy"),
         "choices": [choice],
         "usage": {
-            "prompt_tokens": len(prompt_ids),
+            "prompt_tokens": n_prompt,
             "completion_tokens": len(completion_ids),
-            "total_tokens": len(prompt_ids) + len(completion_ids),
+            "total_tokens": n_prompt + len(completion_ids),
         },
     }
     if request.get("return_token_ids"):
-        body["prompt_token_ids"] = prompt_ids
+        body["prompt_token_ids"] = toy_tokenize(prompt_text)
         choice["token_ids"] = completion_ids
     return body
 
@@ -564,7 +565,7 @@ class OpenAITestServer:
                 pass
             return _error(503, "the server hung and is now stopping", "server_error")
         if self.max_model_len is not None and required == "messages":
-            n = len(toy_tokenize(toy_chat_template(body["messages"], body.get("tools"))))
+            n = len(toy_chat_template(body["messages"], body.get("tools")).encode("utf-8"))
             if n >= self.max_model_len:
                 self.stats.bad_requests += 1
                 return _error(
