@@ -10,6 +10,8 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verifiers.testing.server import (
     END,
@@ -192,3 +194,35 @@ def test_module_help_runs() -> None:
         check=True,
     )
     assert "--fault-rate" in out.stdout
+
+
+_text_st = st.text(max_size=40)
+
+
+@given(_text_st)
+def test_toy_tokenizer_round_trips_any_text(text: str) -> None:
+    assert toy_detokenize(toy_tokenize(text)) == text
+
+
+@given(
+    user=_text_st,
+    content=_text_st,
+    reasoning=st.one_of(st.none(), _text_st),
+    args=st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    follow_up=_text_st,
+)
+def test_prefix_property_holds_for_any_turn(
+    user: str, content: str, reasoning: str | None, args: dict[str, int], follow_up: str
+) -> None:
+    reply = {"content": content, "reasoning_content": reasoning}
+    reply["tool_calls"] = [{"name": "f", "arguments": args}] if args else []
+    req = {"messages": [{"role": "user", "content": user}], "return_token_ids": True}
+    out = build_chat_completion(req, reply)
+    history = [
+        *req["messages"],
+        out["choices"][0]["message"],
+        {"role": "user", "content": follow_up},
+    ]
+    nxt = build_chat_completion({"messages": history, "return_token_ids": True}, "ok")
+    seq = out["prompt_token_ids"] + out["choices"][0]["token_ids"]
+    assert nxt["prompt_token_ids"][: len(seq)] == seq
