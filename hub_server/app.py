@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,7 +19,6 @@ from fastapi.responses import (
 from packaging.utils import canonicalize_name
 from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hub_server.auth import Principal, require_principal, token_from_headers
@@ -27,6 +26,7 @@ from hub_server.db import make_engine, make_sessionmaker
 from hub_server.errors import BadRequest, HubError, NotFound, TooLarge, Unauthorized
 from hub_server.index import JSON_V1, NotAcceptable, negotiate, render_project, render_root
 from hub_server.metrics import Metrics, MetricsMiddleware
+from hub_server.receive import receive_upload as receive_form
 from hub_server.service import HubService
 from hub_server.settings import Settings
 from hub_server.storage import BlobNotFound, make_storage
@@ -216,32 +216,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise TooLarge(
                 f"upload is {length} bytes, over the limit of {settings.max_upload_bytes}"
             )
-        form = await request.form(max_part_size=_CHUNK)
+        got = await receive_form(request, settings.max_upload_bytes)
         try:
-            content = form.get("content") or form.get("file")
-            if not isinstance(content, UploadFile) or not content.filename:
-                raise BadRequest("the upload has no file: send it in the 'content' form field")
-            action = form.get(":action")
+            action = got.fields.get(":action")
             if action not in (None, "file_upload"):
                 raise BadRequest(f"unsupported :action {action!r}; only file_upload is supported")
-            sha, size = await run_in_threadpool(_hash_file, content.file, settings.max_upload_bytes)
-            owner = form.get("owner")
-            private = str(form.get("private") or "").lower() in ("1", "true", "yes", "on")
-            claimed = form.get("sha256_digest")
+            got.check_claims()
+            private = got.fields.get("private", "").lower() in ("1", "true", "yes", "on")
+            file, filename = got.file, got.filename or ""
+            assert file is not None
             result = await run_in_threadpool(
                 lambda: service.upload(
                     who,
-                    content.file,
-                    content.filename or "",
-                    sha256=sha,
-                    size=size,
-                    owner=str(owner) if owner else None,
+                    file,
+                    filename,
+                    sha256=got.sha256,
+                    size=got.size,
+                    owner=got.fields.get("owner") or None,
                     private=private,
-                    claimed_sha256=str(claimed) if claimed else None,
                 )
             )
         finally:
-            await form.close()
+            got.close()
         metrics.inc("uploads" if result.created else "uploads_noop")
         return result
 
@@ -403,19 +399,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return project_page(request, norm, owner, who, scoped=True, fmt=fmt)
 
     return app
-
-
-def _hash_file(f: BinaryIO, limit: int) -> tuple[str, int]:
-    f.seek(0)
-    h = hashlib.sha256()
-    size = 0
-    while chunk := f.read(_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(f"upload is over the limit of {limit} bytes")
-        h.update(chunk)
-    f.seek(0)
-    return h.hexdigest(), size
 
 
 def _install_error_handlers(app: FastAPI) -> None:

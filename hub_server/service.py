@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import BinaryIO
+from typing import IO
 
 from packaging.utils import canonicalize_name, canonicalize_version
 from packaging.version import InvalidVersion, Version
@@ -272,23 +272,17 @@ class HubService:
     def upload(
         self,
         principal: Principal,
-        fileobj: BinaryIO,
+        fileobj: IO[bytes],
         filename: str,
         *,
         sha256: str,
         size: int,
         owner: str | None = None,
         private: bool = False,
-        claimed_sha256: str | None = None,
     ) -> s.UploadResult:
         """Publish one wheel. ``fileobj`` holds the received bytes; ``sha256``/``size`` were
         computed while receiving them."""
         principal.require_scope("upload")
-        if claimed_sha256 and claimed_sha256.lower() != sha256:
-            raise BadRequest(
-                f"the upload's sha256_digest ({claimed_sha256}) does not match the received "
-                f"bytes ({sha256}): the file was corrupted in transit; upload again"
-            )
         fileobj.seek(0)
         info = inspect_wheel(
             fileobj,

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, Protocol
 
 from hub_server.settings import Settings
 
@@ -27,7 +27,7 @@ class BlobNotFound(Exception):
 
 
 class Storage(Protocol):
-    def put(self, key: str, data: BinaryIO) -> None:
+    def put(self, key: str, data: IO[bytes]) -> None:
         """Store the stream under ``key`` (atomically: readers never see a partial blob)."""
 
     def open(self, key: str) -> Iterator[bytes]:
@@ -49,7 +49,7 @@ class LocalStorage:
             raise ValueError(f"bad blob key {key!r}")
         return p
 
-    def put(self, key: str, data: BinaryIO) -> None:
+    def put(self, key: str, data: IO[bytes]) -> None:
         dest = self.path(key)
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".upload-")
@@ -77,7 +77,7 @@ class LocalStorage:
         return self.path(key).is_file()
 
 
-def _iter_file(f: BinaryIO) -> Iterator[bytes]:
+def _iter_file(f: IO[bytes]) -> Iterator[bytes]:
     with f:
         while chunk := f.read(CHUNK):
             yield chunk
@@ -96,7 +96,7 @@ class S3Storage:
     def _key(self, key: str) -> str:
         return self.prefix + key
 
-    def put(self, key: str, data: BinaryIO) -> None:
+    def put(self, key: str, data: IO[bytes]) -> None:
         self.client.upload_fileobj(data, self.bucket, self._key(key))
 
     def open(self, key: str) -> Iterator[bytes]:

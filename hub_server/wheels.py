@@ -8,7 +8,7 @@ import email.policy
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import BinaryIO
+from typing import IO
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import (
@@ -83,7 +83,7 @@ def _check_member_name(name: str) -> None:
 
 
 def inspect_wheel(
-    fileobj: BinaryIO,
+    fileobj: IO[bytes],
     filename: str,
     *,
     max_uncompressed: int,

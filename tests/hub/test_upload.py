@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -252,3 +254,55 @@ def test_uv_publish(hub: Hub) -> None:
     assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 200
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=120)
     assert r.returncode == 0, r.stderr  # identical re-upload is fine
+
+
+def test_size_limit_enforced_while_receiving(tmp_path: Path) -> None:
+    from hub_server.app import create_app
+    from hub_server.settings import Settings
+
+    from .live import live_server
+    from .wheelfactory import make_wheel
+
+    app = create_app(Settings(data_dir=tmp_path / "data", max_upload_bytes=3000))
+    _, token = app.state.service.create_user("limited")
+    big = make_wheel(tmp_path, "big-env", "1.0", extra_members={"big_env/r.bin": os.urandom(8000)})
+    assert big.stat().st_size > 3000
+    with live_server(app) as url:
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: only the streaming check can stop it
+            boundary = b"XyZ"
+            yield (
+                b"--" + boundary + b'\r\nContent-Disposition: form-data; name="content"; filename="'
+            )
+            yield (
+                big.name.encode()
+                + b'"\r\n\r\n'
+                + big.read_bytes()
+                + b"\r\n--"
+                + boundary
+                + b"--\r\n"
+            )
+
+        r = httpx.post(
+            f"{url}/legacy/",
+            content=chunks(),
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "multipart/form-data; boundary=XyZ",
+            },
+        )
+        assert r.status_code == 413 and "over the limit" in r.json()["message"]
+        r = httpx.post(
+            f"{url}/legacy/", json={"x": 1}, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert r.status_code == 400 and "multipart/form-data" in r.json()["message"]
+        small = make_wheel(tmp_path / "s", "small-env", "1.0")
+        with small.open("rb") as f:
+            r = httpx.post(
+                f"{url}/legacy/",
+                files={"content": (small.name, f)},
+                data={"md5_digest": "0" * 32},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+        assert r.status_code == 400 and "md5_digest" in r.json()["message"]
+    app.state.engine.dispose()
