@@ -9,6 +9,7 @@ import pytest
 from verifiers.clients.endpoints import EndpointConfig, EndpointPool, load_endpoints
 from verifiers.clients.native import NativeClient
 from verifiers.clients.openai_client import OpenAIClient
+from verifiers.clients.retry import RetryPolicy
 from verifiers.errors import ConfigError
 from verifiers.testing.server import OpenAITestServer
 
@@ -149,3 +150,31 @@ async def test_pool_round_robins_groups_over_replicas(monkeypatch: pytest.Monkey
         cfg.pool(client_type="grpc")
     with pytest.raises(ConfigError):
         EndpointPool([])
+
+
+async def test_evaluate_keeps_each_group_on_one_replica() -> None:
+    from datasets import Dataset
+
+    import verifiers as vf
+
+    rows = [{"question": f"q{i}", "answer": "A"} for i in range(4)]
+    env = vf.SingleTurnEnv(
+        dataset=Dataset.from_list(rows),
+        rubric=vf.Rubric(funcs=[lambda completion, answer: 1.0], weights=[1.0]),
+    )
+    async with (
+        OpenAITestServer(responder=lambda r: "A", fault_sequence=["500"]) as a,
+        OpenAITestServer(responder=lambda r: "B") as b,
+    ):
+        pool = EndpointConfig("toy", [a.base_url, b.base_url]).pool(retry=RetryPolicy(base_delay=0))
+        result = await vf.evaluate_async(
+            env, pool, "toy", num_examples=4, rollouts_per_example=3, max_concurrent=5
+        )
+        await pool.close()
+    by_example: dict[object, set[str]] = {}
+    for r in result.records:
+        by_example.setdefault(r["example_id"], set()).add(r["completion"][-1]["content"])
+    assert all(len(v) == 1 for v in by_example.values())  # a group stays on one replica
+    assert sorted(v.pop() for v in by_example.values()) == ["A", "A", "B", "B"]
+    assert (a.stats.responses, b.stats.responses) == (6, 6)
+    assert result.summary["request_failures"] == {"http_500": 1}
