@@ -70,7 +70,7 @@ class YankRequest(BaseModel):
 
 class TokenCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
-    scopes: list[Scope] = Field(default_factory=lambda: ["read", "upload"])
+    scopes: list[Scope] = Field(default_factory=lambda: list[Scope](["read", "upload"]))
     owner: str | None = Field(default=None, description="restrict the token to this namespace")
     projects: list[str] | None = Field(
         default=None, description="restrict the token to these projects (may not exist yet)"
