@@ -1,9 +1,96 @@
-"""``vf train CONFIG.toml``."""
+"""``vf train CONFIG.toml``: the reference RL training loop (needs ``verifiers[train]``)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from cli._common import CLIError, handle_errors
+
+HELP = (
+    "Train a model on an environment with the reference RL loop (async off-policy, masked "
+    "importance sampling). CONFIG.toml has [model], [env], [inference], [rollouts] and [train] "
+    "sections; see `verifiers.train.config`."
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add the train command to the root app."""
+    app.command("train", help=HELP)(train_command)
+
+
+@handle_errors
+def train_command(
+    config: Path = typer.Argument(..., help="Training config (TOML).", show_default=False),
+    steps: int | None = typer.Option(None, "--steps", help="Override train.steps."),
+    output_dir: Path | None = typer.Option(None, "--output-dir", help="Override train.output_dir."),
+    no_resume: bool = typer.Option(
+        False, "--no-resume", help="Start from scratch even if OUTPUT_DIR has checkpoints."
+    ),
+) -> None:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        raise CLIError(
+            f"vf train needs torch and transformers ({e.name} is not installed)",
+            hint="pip install 'verifiers[train]'",
+        ) from None
+    import asyncio
+
+    from transformers.utils import logging as hf_logging
+
+    from verifiers.train.config import load_train_config
+    from verifiers.train.trainer import Trainer
+
+    cfg = load_train_config(config)
+    if steps is not None:
+        cfg.train.steps = steps
+    if output_dir is not None:
+        cfg.train.output_dir = str(output_dir)
+    if no_resume:
+        cfg.train.resume = False
+    hf_logging.disable_progress_bar()
+    trainer = Trainer(cfg, on_step=_printer(cfg.train.steps))
+    if trainer.step:
+        print(f"resuming at step {trainer.step} from {cfg.train.output_dir}", file=sys.stderr)
+    if trainer.step >= cfg.train.steps:
+        print(f"nothing to do: already trained {trainer.step} of {cfg.train.steps} steps")
+        return
+    history = asyncio.run(trainer.run())
+    last = history[-1]
+    print(
+        f"done: {trainer.step} steps, reward {last['reward']:.3f}, "
+        f"metrics in {Path(cfg.train.output_dir) / 'metrics.jsonl'}"
+    )
+
+
+def _printer(total: int) -> Any:
+    """A per-step line: rich-formatted on a terminal, plain otherwise."""
+    if sys.stdout.isatty():
+        from rich.console import Console
+
+        console = Console()
+
+        def show_rich(m: dict[str, Any]) -> None:
+            console.print(
+                f"[bold]step {m['step'] + 1}/{total}[/] reward [green]{m['reward']:.3f}[/] "
+                f"loss {m['loss']:+.4f} masked {m['masked_fraction']:.1%} "
+                f"lag {m['off_policy_lag']:.1f} {m['tokens_per_second']:.0f} tok/s "
+                f"[dim]({m['step_seconds']:.2f}s, adapter {m['adapter_share']:.1%})[/]"
+            )
+
+        return show_rich
+
+    def show_plain(m: dict[str, Any]) -> None:
+        print(
+            f"step {m['step'] + 1}/{total} reward {m['reward']:.3f} loss {m['loss']:+.4f} "
+            f"masked {m['masked_fraction']:.3f} lag {m['off_policy_lag']:.1f} "
+            f"tok/s {m['tokens_per_second']:.0f}",
+            flush=True,
+        )
+
+    return show_plain

@@ -234,3 +234,19 @@ def test_config_is_validated() -> None:
         RolloutSourceConfig(groups_per_batch=4, max_in_flight=2)
     with pytest.raises(ConfigError, match="ratios"):
         DifficultyConfig(easy_ratio=0, normal_ratio=0, hard_ratio=0)
+
+
+async def test_a_solved_dataset_returns_short_batches_instead_of_hanging() -> None:
+    clock, _, _, src = _setup(
+        [1.0],
+        n_rows=2,
+        answer=lambda t, i: "A",
+        groups_per_batch=2,
+        max_in_flight=2,
+        max_skipped_groups=3,
+    )
+    batch = await clock.run(src.next_batch(0))
+    assert batch.samples == []
+    assert batch.counts["short_batches"] == 1 and batch.counts["zero_variance_groups"] == 3
+    assert batch.metrics["reward"] == 1.0
+    await src.close()

@@ -97,7 +97,10 @@ class DifficultyConfig:
 @dataclass(slots=True)
 class RolloutSourceConfig:
     """How the source runs. ``max_in_flight`` bounds the groups running or waiting to be
-    consumed (``groups_per_batch`` makes it synchronous on-policy)."""
+    consumed (``groups_per_batch`` makes it synchronous on-policy). A batch is returned short
+    (counted as ``short_batches``) after ``max_skipped_groups`` unusable groups in a row, so
+    that a policy which solves every example cannot hang training; ``max_failed_groups``
+    groups in a row without any usable rollout raise :class:`verifiers.InfraError`."""
 
     model: str = "policy"
     rollouts_per_example: int = 8
@@ -110,6 +113,7 @@ class RolloutSourceConfig:
     on_mismatch: Literal["split", "drop"] = "split"
     seed: int = 0
     max_failed_groups: int = 32
+    max_skipped_groups: int = 64
 
     def __post_init__(self) -> None:
         for name in ("rollouts_per_example", "groups_per_batch", "max_in_flight"):
@@ -198,16 +202,33 @@ class RolloutSource:
         lags: list[int] = []
         accepted = 0
         need = self.config.groups_per_batch
-        while accepted < need:
-            while self._ready and accepted < need:
+        build_seconds = 0.0
+        skipped = 0
+        while accepted < need and skipped < self.config.max_skipped_groups:
+            while self._ready and accepted < need and skipped < self.config.max_skipped_groups:
                 group = self._ready.popleft()
-                accepted += self._consume(group, samples, rewards, lags, counts)
-            if accepted >= need:
+                t0 = time.perf_counter()
+                ok = self._consume(group, samples, rewards, lags, counts)
+                build_seconds += time.perf_counter() - t0
+                accepted += ok
+                skipped = 0 if ok else skipped + 1
+            if accepted >= need or skipped >= self.config.max_skipped_groups:
                 break
             self._fill(counts)
             done, _ = await asyncio.wait(self._inflight, return_when=asyncio.FIRST_COMPLETED)
             for task in sorted(done, key=lambda t: self._inflight[t].group_id):
                 self._complete(task, counts)
+        if accepted < need:
+            # e.g. the policy solves (or fails) everything: every group is filtered
+            counts["short_batches"] += 1
+            logger.warning(
+                "batch for step %d has %d of %d groups: %d groups in a row were unusable "
+                "(no reward variance, errored or stale)",
+                step,
+                accepted,
+                need,
+                skipped,
+            )
         self._fill(counts)
         self.counts.update(counts)
         elapsed = self.clock() - started
@@ -221,6 +242,7 @@ class RolloutSource:
             "off_policy_lag_mean": sum(lags) / len(lags) if lags else 0.0,
             "off_policy_lag_max": float(max(lags, default=0)),
             "wait_seconds": elapsed,
+            "build_seconds": build_seconds,
             "in_flight": float(len(self._inflight)),
             "buffered": float(len(self._ready)),
         }
@@ -243,6 +265,25 @@ class RolloutSource:
             await asyncio.gather(*tasks, return_exceptions=True)
         self._inflight.clear()
         self._ready.clear()
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue the data order and the difficulty pools."""
+        return {
+            "pass_rates": dict(self.pass_rates),
+            "rng": self._rng.getstate(),
+            "order": list(self._order),
+            "cursor": self._cursor,
+            "next_group": self._next_group,
+            "counts": dict(self.counts),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.pass_rates = {int(k): float(v) for k, v in state["pass_rates"].items()}
+        self._rng.setstate(state["rng"])
+        self._order = list(state["order"])
+        self._cursor = int(state["cursor"])
+        self._next_group = int(state["next_group"])
+        self.counts = Counter(state["counts"])
 
     def pool_of(self, row_index: int) -> Pool:
         """The difficulty pool of a dataset row (``normal`` when pools are off)."""
@@ -385,7 +426,8 @@ class RolloutSource:
             counts["stale_dropped"] += 1
             return 0
         valid = [s for s in group.states if s.get("error") is None and s.get("reward") is not None]
-        counts["errored_rollouts"] += len(group.states) - len(valid)
+        if len(valid) < len(group.states):
+            counts["errored_rollouts"] += len(group.states) - len(valid)
         if not valid:
             return 0
         group_rewards = [float(s["reward"]) for s in valid]

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from cli.main import app
+from tests.train.toy_env import load_environment
+from verifiers.train.local_client import LocalModelClient
+from verifiers.train.loss import token_logprobs
+from verifiers.train.packing import pack_samples
+from verifiers.train.rollout_source import RolloutSource, RolloutSourceConfig
+
+CONFIG = """
+[model]
+name = "tiny"
+seed = 0
+
+[env]
+factory = "tests.train.toy_env:load_environment"
+
+[rollouts]
+rollouts_per_example = 8
+groups_per_batch = 4
+max_tokens = 4
+temperature = 1.0
+max_off_policy_steps = 2
+
+[train]
+lr = 1e-2
+seq_len = 256
+checkpoint_every = 10
+output_dir = "{out}"
+"""
+
+
+async def _packed_recompute(
+    model: Any, tokenizer: Any, sample_temp: float, train_temp: float
+) -> float:
+    """Sample through the real environment and source, pack, recompute: max |diff| on loss tokens."""
+    env = load_environment(num_examples=6)
+    client = LocalModelClient(model, tokenizer, seed=1)
+    cfg = RolloutSourceConfig(
+        rollouts_per_example=3,
+        groups_per_batch=4,
+        max_in_flight=4,
+        filter_zero_variance=False,
+        sampling_args={"temperature": sample_temp, "max_tokens": 6},
+    )
+    source = RolloutSource(env, [client], cfg, tokenizer=tokenizer)
+    batch = await source.next_batch(0)
+    await source.close()
+    packed = pack_samples(batch.samples, seq_len=64)
+    assert len(packed.micro_batches) < len(batch.samples)  # several samples per row
+    worst = 0.0
+    with torch.no_grad():
+        for mb in packed.micro_batches:
+            t = mb.tensors()
+            logits = model(
+                input_ids=t["input_ids"], position_ids=t["position_ids"], use_cache=False
+            ).logits
+            lp = token_logprobs(logits, t["input_ids"], train_temp)
+            m = t["loss_mask"]
+            worst = max(worst, float((lp[m] - t["old_logprobs"][m]).abs().max()))
+    return worst
+
+
+async def test_trainer_recomputes_the_sampling_logprobs(
+    tiny_model: Any, char_tokenizer: Any
+) -> None:
+    assert await _packed_recompute(tiny_model, char_tokenizer, 0.7, 0.7) < 1e-4
+    # the same check catches a temperature mismatch
+    assert await _packed_recompute(tiny_model, char_tokenizer, 0.7, 1.0) > 1e-2
+
+
+def _metrics(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(CONFIG.format(out=out))
+    runner = CliRunner()
+    first = runner.invoke(app, ["train", str(cfg), "--steps", "20"])
+    assert first.exit_code == 0, first.output
+    assert "step 20/20" in first.output
+    rows = _metrics(out)
+    assert [r["step"] for r in rows] == list(range(20))
+    assert rows[0]["reward"] < 0.1  # the random model rarely says A
+    late = sum(r["reward"] for r in rows[-3:]) / 3
+    assert late > 0.5, [round(r["reward"], 3) for r in rows]
+    for key in ("loss", "masked_fraction", "off_policy_lag", "tokens_per_second"):
+        assert all(key in r for r in rows)
+    assert (out / "checkpoints" / "step_10" / "trainer_state.pt").is_file()
+    assert (out / "checkpoints" / "step_20" / "trainer_state.pt").is_file()
+
+    # resume: continues at step 20 from the latest checkpoint, with its weights and optimizer
+    saved = torch.load(out / "checkpoints" / "step_20" / "trainer_state.pt", weights_only=False)
+    from verifiers.train.config import load_train_config
+    from verifiers.train.trainer import Trainer
+
+    resumed = Trainer(load_train_config(cfg))
+    assert resumed.step == 20
+    exp_avg = resumed.optimizer.state_dict()["state"][0]["exp_avg"]
+    assert torch.equal(exp_avg, saved["optimizer"]["state"][0]["exp_avg"])
+    again = runner.invoke(app, ["train", str(cfg), "--steps", "22"])
+    assert again.exit_code == 0, again.output
+    assert [r["step"] for r in _metrics(out)] == [*range(20), 20, 21]
+    assert _metrics(out)[-1]["reward"] > 0.5  # the resumed model kept what it learned
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[env]\nid = 'x'\n[train]\nstepz = 3\n", "train.stepz"),
+        ("[train]\nsteps = 3\n", "env: Field required"),
+        ("[env]\nid = 'x'\nfactory = 'a:b'\n", "exactly one of env.id"),
+        ("[env]\nid = 'x'\n[inference]\nbackend = 'server'\n", "base_urls"),
+        ("[env\n", "not valid TOML"),
+    ],
+)
+def test_bad_configs_get_one_clear_line(tmp_path: Path, text: str, needle: str) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    result = CliRunner().invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 2
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["train", str(tmp_path / "nope.toml")])
+    assert result.exit_code == 2 and "does not exist" in result.output

@@ -1,0 +1,153 @@
+"""The ``vf train CONFIG.toml`` configuration.
+
+Example::
+
+    [model]
+    name = "tiny"            # a random tiny model built in process, or a Hugging Face id/path
+    seed = 0
+
+    [env]
+    id = "my-env"            # an installed environment (vf env install ...)
+    args = { difficulty = "easy" }
+
+    [inference]
+    backend = "local"        # sample in process, or "server" (OpenAI-compatible, e.g. vLLM)
+    # base_urls = ["http://127.0.0.1:8000/v1"]   # server: one or more endpoints
+
+    [rollouts]
+    rollouts_per_example = 8
+    groups_per_batch = 8
+    max_in_flight = 16
+    max_off_policy_steps = 8
+    temperature = 1.0
+    max_tokens = 256
+
+    [train]
+    steps = 100
+    lr = 1e-5
+    output_dir = "runs/my-run"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from verifiers.errors import ConfigError
+
+__all__ = ["TrainConfig", "load_train_config"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSection(_Section):
+    name: str = "tiny"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    device: str = "auto"
+    seed: int = 0
+    hidden_size: int = Field(64, ge=8)
+    num_layers: int = Field(2, ge=1)
+    num_heads: int = Field(4, ge=1)
+    max_positions: int = Field(1024, ge=16)
+
+
+class EnvSection(_Section):
+    id: str | None = None
+    factory: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EnvSection:
+        if (self.id is None) == (self.factory is None):
+            raise ValueError(
+                "set exactly one of env.id (an installed environment) or env.factory ('module:function')"
+            )
+        return self
+
+
+class InferenceSection(_Section):
+    backend: Literal["local", "server"] = "local"
+    base_urls: list[str] = Field(default_factory=list)
+    model: str | None = None
+    update_weights: bool = True
+    max_batch_size: int = Field(64, ge=1)
+
+    @model_validator(mode="after")
+    def _urls(self) -> InferenceSection:
+        if self.backend == "server" and not self.base_urls:
+            raise ValueError("inference.backend = 'server' needs inference.base_urls")
+        return self
+
+
+class DifficultySection(_Section):
+    easy_ratio: float = 0.0
+    normal_ratio: float = 1.0
+    hard_ratio: float = 0.0
+    easy_at: float = 1.0
+    hard_at: float = 0.0
+    pass_threshold: float = 0.5
+
+
+class RolloutsSection(_Section):
+    rollouts_per_example: int = Field(8, ge=1)
+    groups_per_batch: int = Field(8, ge=1)
+    max_in_flight: int | None = None
+    max_off_policy_steps: int = Field(8, ge=0)
+    temperature: float = Field(1.0, gt=0)
+    max_tokens: int = Field(256, ge=1)
+    filter_zero_variance: bool = True
+    on_mismatch: Literal["split", "drop"] = "split"
+    difficulty: DifficultySection | None = None
+
+
+class TrainSection(_Section):
+    steps: int = Field(100, ge=1)
+    lr: float = Field(1e-5, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    max_grad_norm: float = Field(1.0, gt=0)
+    seq_len: int = Field(2048, ge=8)
+    ratio_low: float = 0.5
+    ratio_high: float = 5.0
+    drop_below: float = 1e-5
+    output_dir: str = "runs/vf-train"
+    checkpoint_every: int = Field(0, ge=0)
+    resume: bool = True
+
+
+class TrainConfig(_Section):
+    """The whole file; every section is optional except ``[env]``."""
+
+    model: ModelSection = Field(default_factory=lambda: ModelSection.model_validate({}))
+    env: EnvSection
+    inference: InferenceSection = Field(default_factory=lambda: InferenceSection.model_validate({}))
+    rollouts: RolloutsSection = Field(default_factory=lambda: RolloutsSection.model_validate({}))
+    train: TrainSection = Field(default_factory=lambda: TrainSection.model_validate({}))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config") -> TrainConfig:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+                for err in e.errors()
+            )
+            raise ConfigError(f"invalid training config {source}: {problems}") from None
+
+
+def load_train_config(path: str | Path) -> TrainConfig:
+    """Read and validate a TOML training config (``ConfigError`` naming the bad field)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"training config {str(p)!r} does not exist")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p} is not valid TOML: {e}") from None
+    return TrainConfig.from_dict(data, source=str(p))

@@ -1,0 +1,368 @@
+"""The reference training loop behind ``vf train CONFIG.toml``.
+
+One process holds a Hugging Face causal LM (bf16 on GPU, fp32 on CPU) and trains it with the
+masked importance-sampling loss on batches from a :class:`RolloutSource`. Rollouts come from
+an inference backend:
+
+* ``local``: the trainer's own model samples in process (:class:`LocalModelClient`); the
+  sampling weights are always the current ones.
+* ``server``: one or more OpenAI-compatible endpoints that return token ids and logprobs (vLLM).
+  After each step the weights are saved under ``OUTPUT_DIR/weights/step_N`` and every endpoint
+  is told to load them with ``POST {server root}/update_weights {"path": ..., "step": N}``;
+  the train step runs in a worker thread so that rollouts keep streaming meanwhile.
+
+Each step packs the samples into ``seq_len`` rows, accumulates gradients over the rows
+(normalised by the step's loss tokens), clips and applies AdamW. Metrics go to
+``OUTPUT_DIR/metrics.jsonl`` (one JSON object per step) and to the ``on_step`` callback;
+checkpoints (weights, tokenizer, optimizer, data order) go to
+``OUTPUT_DIR/checkpoints/step_N`` and a run with ``resume = true`` continues from the latest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import random
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from verifiers.clients.base import Client, as_client
+from verifiers.errors import ConfigError, InfraError
+from verifiers.train.config import TrainConfig
+from verifiers.train.local_client import LocalModelClient
+from verifiers.train.loss import masked_importance_sampling_loss, token_logprobs
+from verifiers.train.packing import pack_samples
+from verifiers.train.rollout_source import (
+    Batch,
+    DifficultyConfig,
+    RolloutSource,
+    RolloutSourceConfig,
+)
+
+__all__ = ["Trainer", "latest_checkpoint"]
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "trainer_state.pt"
+
+
+def latest_checkpoint(output_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``output_dir/checkpoints`` (or None)."""
+    root = Path(output_dir) / "checkpoints"
+    if not root.is_dir():
+        return None
+    done = [p for p in root.glob("step_*") if (p / STATE_FILE).is_file()]
+    return max(done, key=lambda p: int(p.name.split("_")[1]), default=None)
+
+
+class Trainer:
+    """Runs the reference loop for one :class:`TrainConfig`.
+
+    ``env`` overrides the configured environment (for programmatic use); ``on_step`` receives
+    each step's metrics dict.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        env: Any | None = None,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.on_step = on_step
+        self.output_dir = Path(config.train.output_dir)
+        self.step = 0
+        self._resume_from = latest_checkpoint(self.output_dir) if config.train.resume else None
+        self._seed()
+        self.device = self._device()
+        self.model, self.tokenizer = self._load_model()
+        self.env = env if env is not None else self._load_env()
+        self.temperature = config.rollouts.temperature
+        self.clients = self._clients()
+        self.source = RolloutSource(
+            self.env, self.clients, self._source_config(), tokenizer=self.tokenizer
+        )
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=config.train.lr,
+            betas=config.train.betas,
+            weight_decay=config.train.weight_decay,
+        )
+        if self._resume_from is not None:
+            self._load_trainer_state(self._resume_from)
+
+    # ------------------------------------------------------------------ setup
+
+    def _seed(self) -> None:
+        seed = self.config.model.seed
+        random.seed(seed)
+        torch.manual_seed(seed)
+
+    def _device(self) -> torch.device:
+        wanted = self.config.model.device
+        if wanted == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(wanted)
+
+    def _dtype(self) -> torch.dtype:
+        name = self.config.model.dtype
+        if name == "auto":
+            return torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+            name
+        ]
+
+    def _load_model(self) -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        cfg = self.config.model
+        source: str | None = str(self._resume_from) if self._resume_from else None
+        if source is None and cfg.name != "tiny":
+            source = cfg.name
+        if source is None:
+            from verifiers.train.tiny import build_char_tokenizer, build_tiny_model
+
+            tokenizer = build_char_tokenizer()
+            model = build_tiny_model(
+                len(tokenizer),
+                hidden_size=cfg.hidden_size,
+                num_layers=cfg.num_layers,
+                num_heads=cfg.num_heads,
+                max_positions=cfg.max_positions,
+                seed=cfg.seed,
+            )
+        else:
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(source)
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=self._dtype())
+            except OSError as e:
+                raise ConfigError(f"cannot load model {source!r}: {e}") from None
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model.to(device=self.device, dtype=self._dtype())
+        model.train()
+        return model, tokenizer
+
+    def _load_env(self) -> Any:
+        cfg = self.config.env
+        if cfg.factory is not None:
+            module_name, _, attr = cfg.factory.partition(":")
+            if not attr:
+                raise ConfigError(
+                    f"env.factory must look like 'module:function', got {cfg.factory!r}"
+                )
+            try:
+                factory = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as e:
+                raise ConfigError(f"cannot import env.factory {cfg.factory!r}: {e}") from None
+            return factory(**cfg.args)
+        from verifiers.loading import load_environment
+
+        assert cfg.id is not None
+        return load_environment(cfg.id, **cfg.args)
+
+    def _clients(self) -> list[Client]:
+        inf = self.config.inference
+        if inf.backend == "local":
+            return [
+                LocalModelClient(
+                    self.model,
+                    self.tokenizer,
+                    max_batch_size=inf.max_batch_size,
+                    default_max_tokens=self.config.rollouts.max_tokens,
+                    seed=self.config.model.seed,
+                )
+            ]
+        return [as_client(url) for url in inf.base_urls]
+
+    def _source_config(self) -> RolloutSourceConfig:
+        r = self.config.rollouts
+        difficulty = DifficultyConfig(**r.difficulty.model_dump()) if r.difficulty else None
+        return RolloutSourceConfig(
+            model=self.config.inference.model or self.config.model.name,
+            rollouts_per_example=r.rollouts_per_example,
+            groups_per_batch=r.groups_per_batch,
+            max_in_flight=r.max_in_flight or 2 * r.groups_per_batch,
+            max_off_policy_steps=r.max_off_policy_steps,
+            sampling_args={"temperature": r.temperature, "max_tokens": r.max_tokens},
+            filter_zero_variance=r.filter_zero_variance,
+            difficulty=difficulty,
+            on_mismatch=r.on_mismatch,
+            seed=self.config.model.seed,
+        )
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> list[dict[str, Any]]:
+        """Train until ``train.steps`` (counting steps done before a resume); the metrics of
+        the steps run now."""
+        history: list[dict[str, Any]] = []
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        cfg = self.config.train
+        in_thread = self.config.inference.backend == "server"
+        try:
+            while self.step < cfg.steps:
+                started = time.perf_counter()
+                batch = await self.source.next_batch(self.step)
+                if in_thread:
+                    metrics = await asyncio.to_thread(self.train_step, batch)
+                else:
+                    metrics = self.train_step(batch)
+                self.step += 1
+                if in_thread and self.config.inference.update_weights:
+                    await asyncio.to_thread(self._push_weights)
+                self.source.set_policy_version(self.step)
+                elapsed = time.perf_counter() - started
+                metrics["step_seconds"] = elapsed
+                metrics["tokens_per_second"] = metrics["num_tokens"] / elapsed if elapsed else 0.0
+                metrics["adapter_share"] = metrics["adapter_seconds"] / elapsed if elapsed else 0.0
+                self._log(metrics)
+                history.append(metrics)
+                if self.on_step is not None:
+                    self.on_step(metrics)
+                every = cfg.checkpoint_every
+                if (every and self.step % every == 0) or self.step == cfg.steps:
+                    self.save_checkpoint()
+        finally:
+            await self.source.close()
+        return history
+
+    def _log(self, metrics: dict[str, Any]) -> None:
+        with open(self.output_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(metrics) + "\n")
+
+    def train_step(self, batch: Batch) -> dict[str, Any]:
+        """One optimizer step on ``batch``; returns the step's metrics."""
+        cfg = self.config.train
+        t0 = time.perf_counter()
+        pad = self.tokenizer.pad_token_id
+        packed = pack_samples(batch.samples, cfg.seq_len, pad_token_id=int(pad or 0))
+        pack_seconds = time.perf_counter() - t0
+        total_loss_tokens = sum(mb.num_loss_tokens for mb in packed.micro_batches)
+        loss_sum = 0.0
+        masked = dropped = 0
+        ratio_sum = 0.0
+        grad_norm = 0.0
+        self.model.train()
+        for mb in packed.micro_batches:
+            t = mb.tensors(self.device)
+            # no attention mask and no cache: the model builds a block-diagonal causal mask
+            # from the position restarts, so packed samples do not attend to each other
+            logits = self.model(
+                input_ids=t["input_ids"], position_ids=t["position_ids"], use_cache=False
+            ).logits
+            lp = token_logprobs(logits, t["input_ids"], self.temperature)
+            old = t["old_logprobs"]
+            old = torch.where(torch.isnan(old), lp.detach(), old)
+            out = masked_importance_sampling_loss(
+                lp,
+                old,
+                t["advantages"],
+                t["loss_mask"],
+                sequence_ids=t["sequence_ids"],
+                low=cfg.ratio_low,
+                high=cfg.ratio_high,
+                drop_below=cfg.drop_below,
+                normalizer=total_loss_tokens,
+            )
+            out.loss.backward()  # type: ignore[no-untyped-call]
+            loss_sum += float(out.loss.detach())
+            masked += out.num_masked_tokens
+            dropped += out.num_dropped_sequences
+            ratio_sum += out.mean_ratio * out.num_loss_tokens
+        if packed.micro_batches:
+            grad_norm = float(
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+            )
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        m = batch.metrics
+        return {
+            "step": self.step,
+            "reward": m["reward"],
+            "loss": loss_sum,
+            "masked_fraction": masked / total_loss_tokens if total_loss_tokens else 0.0,
+            "dropped_sequences": dropped,
+            "mean_ratio": ratio_sum / total_loss_tokens if total_loss_tokens else 1.0,
+            "grad_norm": grad_norm,
+            "off_policy_lag": m["off_policy_lag_mean"],
+            "off_policy_lag_max": m["off_policy_lag_max"],
+            "num_samples": len(batch.samples),
+            "num_tokens": sum(mb.num_tokens for mb in packed.micro_batches),
+            "num_loss_tokens": total_loss_tokens,
+            "micro_batches": len(packed.micro_batches),
+            "dropped_overlong": packed.dropped_overlong,
+            "wait_seconds": m["wait_seconds"],
+            "adapter_seconds": m["build_seconds"] + pack_seconds,
+            "counts": dict(batch.counts),
+        }
+
+    # ------------------------------------------------------------------ weights and checkpoints
+
+    def _push_weights(self) -> None:
+        """Save the current weights and ask every endpoint to load them."""
+        import httpx
+
+        root = self.output_dir / "weights"
+        path = root / f"step_{self.step}"
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+        for url in self.config.inference.base_urls:
+            server = url.rstrip("/").removesuffix("/v1")
+            try:
+                r = httpx.post(
+                    f"{server}/update_weights",
+                    json={"path": str(path.resolve()), "step": self.step},
+                    timeout=600.0,
+                )
+                r.raise_for_status()
+            except httpx.HTTPError as e:
+                raise InfraError(
+                    f"could not update the weights of {server} ({e}). The server must accept "
+                    'POST /update_weights {"path", "step"}; set inference.update_weights = false '
+                    "to train without syncing."
+                ) from None
+        for old in root.glob("step_*"):
+            if old != path:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def save_checkpoint(self) -> Path:
+        """Write ``checkpoints/step_N`` (weights, tokenizer, optimizer, data order, RNG)."""
+        path = self.output_dir / "checkpoints" / f"step_{self.step}"
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+        state: dict[str, Any] = {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "source": self.source.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+            "client_rng": [
+                c.generator.get_state() for c in self.clients if isinstance(c, LocalModelClient)
+            ],
+        }
+        tmp = path / (STATE_FILE + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(path / STATE_FILE)  # written last: marks the checkpoint complete
+        return path
+
+    def _load_trainer_state(self, path: Path) -> None:
+        state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+        self.step = int(state["step"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.source.load_state_dict(state["source"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        locals_ = [c for c in self.clients if isinstance(c, LocalModelClient)]
+        for client, rng in zip(locals_, state["client_rng"], strict=False):
+            client.generator.set_state(rng)
+        logger.info("resumed from %s at step %d", path, self.step)
