@@ -91,8 +91,14 @@ def test_health_metrics_and_error_bodies(hub: Hub) -> None:
     r = httpx.post(
         f"{hub.url}/legacy/",
         headers={"Authorization": f"Bearer {hub.admin_token}"},
-        data={"x": "1"},
+        files={"other": ("a.txt", b"x")},
     )
     assert r.status_code == 400 and "no file" in r.json()["message"]
+    r = httpx.post(
+        f"{hub.url}/legacy/",
+        headers={"Authorization": f"Bearer {hub.admin_token}"},
+        data={"x": "1"},
+    )
+    assert r.status_code == 400 and "multipart/form-data" in r.json()["message"]
     r = httpx.get(f"{hub.url}/simple/", headers={"Authorization": "Digest abc"})
     assert r.status_code == 401 and "Bearer or Basic" in r.json()["message"]
