@@ -96,6 +96,7 @@ def state_to_record(state: State, state_columns: Sequence[str] = ()) -> dict[str
         "reward_errors": state.get("reward_errors", []),
         "error": state.get("error"),
         "stop_condition": state.get("stop_condition"),
+        "is_completed": bool(state.get("is_completed")),
         "is_truncated": bool(state.get("is_truncated")),
         "num_turns": state.get("turn", 0),
         "usage": usage.as_dict(),
