@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ def _wait_until(check: object, what: str, timeout: float = 30.0) -> None:
 
 
 @contextmanager
-def postgres_server(workdir: Path) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """Yield a libpq base URL: the server on 127.0.0.1:5432 when reachable, else a private
     cluster started from the Debian binaries."""
     import psycopg
@@ -52,10 +53,20 @@ def postgres_server(workdir: Path) -> Iterator[str]:
     else:
         yield "postgresql://postgres@127.0.0.1:5432"
         return
+    with private_postgres_cluster() as url:
+        yield url
+
+
+@contextmanager
+def private_postgres_cluster() -> Iterator[str]:
+    """initdb + pg_ctl from the Debian PostgreSQL package, in a new temp dir, on a free port.
+    (Directly under the temp root: as root the cluster runs as ``postgres``, which cannot
+    enter pytest's private temp dirs.)"""
     initdbs = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not initdbs:
         raise RuntimeError("no PostgreSQL reachable on 127.0.0.1:5432 and no initdb installed")
     bindir = Path(initdbs[-1]).parent
+    workdir = Path(tempfile.mkdtemp(prefix="vf-pg-"))
     data = workdir / "pgdata"
     data.mkdir(parents=True)
     prefix: list[str] = []
@@ -92,6 +103,7 @@ def postgres_server(workdir: Path) -> Iterator[str]:
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
             capture_output=True,
         )
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextmanager

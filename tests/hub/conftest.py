@@ -40,8 +40,8 @@ def _aws_env() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def pg_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with postgres_server(tmp_path_factory.mktemp("pg")) as url:
+def pg_base_url() -> Iterator[str]:
+    with postgres_server() as url:
         yield url
 
 
