@@ -27,6 +27,10 @@ _EXPORTS: dict[str, str] = {
     "LocalModelClient": "verifiers.train.local_client",
     "build_char_tokenizer": "verifiers.train.tiny",
     "build_tiny_model": "verifiers.train.tiny",
+    "TRLAdapter": "verifiers.train.trl_adapter",
+    "TrainConfig": "verifiers.train.config",
+    "load_train_config": "verifiers.train.config",
+    "Trainer": "verifiers.train.trainer",
 }
 
 __all__ = sorted(_EXPORTS)
