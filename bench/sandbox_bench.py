@@ -87,6 +87,21 @@ async def cold(n: int) -> None:
     row("cold start + python3 -c pass", ms(starts[1:]), ms(base), "(target <= 30 ms p50)")
     row("stop (teardown)", ms(stops[1:]), "-")
 
+    # what a rollout sees with SandboxPool(prestart=...): a fresh, never used sandbox that
+    # was started ahead of time, then the command
+    pooled: list[float] = []
+    async with SandboxPool("bwrap", prestart=4, max_live=8) as pool:
+        await pool.fill()
+        for _ in range(n):
+            t = time.perf_counter()
+            sb = await pool.acquire()
+            r = await sb.exec([PY, "-c", "pass"])
+            pooled.append((time.perf_counter() - t) * 1000)
+            assert r.exit_code == 0, r
+            await pool.release(sb)
+            await pool.fill()  # refill outside the timed part
+    row("fresh pre-started sandbox + python3 -c pass", ms(pooled), ms(base))
+
 
 async def warm(n: int) -> None:
     print("warm exec ...", flush=True)

@@ -98,6 +98,9 @@ def serve_command(
     idle_timeout: float = typer.Option(
         600.0, "--idle-timeout", help="Stop a sandbox unused for this many seconds."
     ),
+    allow_network: bool = typer.Option(
+        False, "--allow-network", help="Let clients ask for sandboxes with network access."
+    ),
 ) -> None:
     from verifiers.sandbox.server import serve
 
@@ -114,4 +117,5 @@ def serve_command(
         max_live=max_live,
         max_exec=max_exec,
         idle_timeout=idle_timeout,
+        allow_network=allow_network,
     )

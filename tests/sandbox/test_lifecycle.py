@@ -181,3 +181,17 @@ def test_subprocess_pool_works_without_isolation() -> None:
 
     home = asyncio.run(go())
     assert "vf-sandboxes" in home and not Path(home.strip()).exists()
+
+
+@needs_bwrap
+async def test_works_when_the_host_holds_many_descriptors() -> None:
+    """Descriptor numbers above FD_SETSIZE (1024) reach the agent when many sandboxes are live."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        async with create_sandbox("bwrap") as sb:
+            r = await sb.exec("echo ok", timeout=5)
+            t = await sb.exec("sleep 5", timeout=0.3)
+        assert r.stdout == "ok\n" and t.timed_out
+    finally:
+        for fd in held:
+            os.close(fd)

@@ -171,7 +171,7 @@ class SandboxEnv(StatefulToolEnv):
             )
             self._pool_loop = loop
             if self.prestart:
-                self._pool._refill()
+                self._pool.refill()
         return self._pool
 
     async def _start_sandbox(self, state: State) -> Sandbox:

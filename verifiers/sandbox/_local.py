@@ -273,7 +273,23 @@ class AgentSandbox(Sandbox):
         except (OSError, ValueError, UnicodeDecodeError) as e:
             self._fail(f"lost the sandbox agent: {e}")
             return
-        self._fail("the sandbox died" if not self._state.stopped else "the sandbox was stopped")
+        if self._state.stopped:
+            self._fail("the sandbox was stopped")
+        else:
+            self._fail(f"the sandbox died ({self._death_note()})")
+
+    def _death_note(self) -> str:
+        """What the sandbox printed before dying, and its exit status (never blocks)."""
+        proc = self._proc
+        if proc is None:
+            return "not launched"
+        note = ""
+        if proc.stderr is not None:
+            with contextlib.suppress(OSError):
+                os.set_blocking(proc.stderr.fileno(), False)
+                note = (proc.stderr.read(4096) or b"").decode("utf-8", "replace").strip()
+        status = proc.poll()
+        return f"exit status {status}: {note}" if status is not None else note or "no output"
 
     def _fail(self, reason: str) -> None:
         if self._dead is None:
@@ -350,6 +366,7 @@ class AgentSandbox(Sandbox):
         err = _Collector(loop, err_r, max_output_bytes)
         oom_before = self._oom_count()
         writer: asyncio.Task[None] | None = None
+        feeder: _StdinFeeder | None = None
         self._jobs[job.id] = job
         msg = {"op": "run", "id": job.id, "argv": argv, "env": env, "cwd": cwd}
         msg.update(timeout=timeout, stdin=stdin is not None)
@@ -360,8 +377,10 @@ class AgentSandbox(Sandbox):
                 for fd in send_fds:
                     os.close(fd)
             if stdin is not None:
-                writer = loop.create_task(_write_all(in_w, stdin))
+                feeder = _StdinFeeder(in_w, stdin)
                 in_w = -1
+                if not feeder.write_now():
+                    writer = loop.create_task(feeder.write_rest(loop))
             # the agent enforces the timeout; this one only catches a hung sandbox
             try:
                 info = await asyncio.wait_for(asyncio.shield(job.exit), timeout + 30.0)
@@ -381,8 +400,12 @@ class AgentSandbox(Sandbox):
             err.close()
             if in_w >= 0:
                 os.close(in_w)
-            if writer is not None and not writer.done():
+            if writer is not None:
                 writer.cancel()
+                with contextlib.suppress(BaseException):
+                    await writer
+            if feeder is not None:
+                feeder.close()
         oom_after = self._oom_count()
         return RawExecResult(
             exit_code=int(info["status"]),
@@ -428,23 +451,36 @@ class AgentSandbox(Sandbox):
         return LocalProcess(self, job, stdin, stdout, tail)
 
 
-async def _write_all(fd: int, data: bytes) -> None:
-    """Write ``data`` to a pipe without blocking the loop, then close it. A reader that
-    goes away (the program exits without reading) is not an error."""
-    loop = asyncio.get_running_loop()
-    os.set_blocking(fd, False)
-    view = memoryview(data)
-    try:
-        while view:
-            try:
-                n = os.write(fd, view[: 1 << 16])
-                view = view[n:]
-            except BlockingIOError:
-                await _writable(loop, fd)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        os.close(fd)
+class _StdinFeeder:
+    """Writes a command's stdin into its pipe without blocking the loop, then closes the
+    pipe. A reader that goes away (the program exits without reading) is not an error."""
+
+    def __init__(self, fd: int, data: bytes) -> None:
+        self.fd = fd
+        self.view = memoryview(data)
+        os.set_blocking(fd, False)
+
+    def write_now(self) -> bool:
+        """Write what the pipe takes now; True when everything is written (pipe closed)."""
+        try:
+            while self.view:
+                n = os.write(self.fd, self.view[: 1 << 16])
+                self.view = self.view[n:]
+        except BlockingIOError:
+            return False
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close()
+        return True
+
+    async def write_rest(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self.write_now():
+            await _writable(loop, self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -92,11 +92,12 @@ class SandboxPool:
 
     async def fill(self) -> None:
         """Start blank sandboxes until ``prestart`` are ready; waits for them."""
-        self._refill()
+        self.refill()
         if self._starting:
             await asyncio.gather(*self._starting, return_exceptions=True)
 
-    def _refill(self) -> None:
+    def refill(self) -> None:
+        """Start (in the background) the blank sandboxes missing to reach ``prestart``."""
         if self._closed:
             return
         missing = self.prestart - self._blank.qsize() - len(self._starting)
@@ -133,7 +134,7 @@ class SandboxPool:
             sb = self._blank.get_nowait()
             if sb.running:
                 self._out.add(sb)
-                self._refill()
+                self.refill()
                 return sb
             self._live.release()
         await self._live.acquire()
@@ -144,7 +145,7 @@ class SandboxPool:
             self._live.release()
             raise
         self._out.add(sb)
-        self._refill()
+        self.refill()
         return sb
 
     async def release(self, sandbox: Sandbox) -> None:
