@@ -139,6 +139,7 @@ async def evaluate_async(
     on_progress: ProgressCallback | None = None,
     endpoint: str | None = None,
     keep_states: bool = False,
+    inputs: Any = None,
 ) -> EvalResult:
     """Evaluate ``env`` (an Environment or an environment id) with ``model``.
 
@@ -160,6 +161,7 @@ async def evaluate_async(
         on_progress: called as ``on_progress(done, total, record)`` after each rollout.
         endpoint: the base URL, recorded in metadata.
         keep_states: also return the raw states (for trainers and tests).
+        inputs: rows to run instead of the eval dataset (``Environment.generate``).
     """
     from verifiers.clients.oracle import OracleClient
     from verifiers.envs.environment import Environment
@@ -184,7 +186,9 @@ async def evaluate_async(
     if model == "oracle" and base_client is not None and not isinstance(base_client, OracleClient):
         base_client = OracleClient()
 
-    rows = env.get_rows("eval", num_examples)
+    rows = env.format_inputs(inputs) if inputs is not None else env.get_rows("eval", num_examples)
+    if inputs is not None and num_examples >= 0:
+        rows = rows[:num_examples]
     if not rows:
         raise ConfigError(f"environment {env.env_id!r} has no rows to evaluate")
     sampling = {**env.sampling_args, **(sampling_args or {})}

@@ -388,3 +388,20 @@ def test_sync_facade_runs_an_oracle() -> None:
     env = vf.SingleTurnEnv(dataset=rows(3), rubric=vf.Rubric(funcs=[exact]))
     result = vf.evaluate(env, model="oracle")
     assert result.avg_reward == 1.0
+
+
+async def test_generate_runs_given_inputs() -> None:
+    env = vf.SingleTurnEnv(dataset=rows(1), rubric=vf.Rubric(funcs=[exact]))
+    inputs = [{"question": "qx", "answer": "ax"}, {"question": "qy", "answer": "nope"}]
+    result = await env.generate(
+        inputs, ScriptedClient(responder=lambda p: "a" + p[-1]["content"][1:]), "m"
+    )
+    assert [r["reward"] for r in result.records] == [1.0, 0.0]
+
+
+async def test_max_seq_len_stops_on_reported_usage() -> None:
+    env = Counter(dataset=rows(1), max_turns=20, max_seq_len=40)
+    result = await run(env, ScriptedClient(responder=lambda p: "0123456789"))
+    state = result.states[0]
+    assert state["stop_condition"] == "prompt_too_long" and state["is_truncated"]
+    assert state["turn"] < 20

@@ -515,8 +515,12 @@ class Environment:
                     "extras": {},
                 }
             )
-            if self.max_seq_len and tokens is not None:
-                if len(tokens["prompt_ids"]) + len(tokens["completion_ids"]) >= self.max_seq_len:
+            if self.max_seq_len:
+                if tokens is not None:
+                    seq_len = len(tokens["prompt_ids"]) + len(tokens["completion_ids"])
+                else:
+                    seq_len = response.usage.prompt_tokens + response.usage.completion_tokens
+                if seq_len >= self.max_seq_len:
                     state["prompt_too_long"] = True
                     state["is_truncated"] = True
             if await self._should_stop(state, messages):
@@ -679,6 +683,39 @@ class Environment:
             max_concurrent=max_concurrent,
             **kwargs,
         )
+
+    async def generate(
+        self,
+        inputs: Any,
+        client: Any,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        max_concurrent: int = -1,
+        **kwargs: Any,
+    ) -> EvalResult:
+        """Roll out and score the given rows (a ``datasets.Dataset`` or a list of dicts with
+        ``prompt`` or ``question``, ``answer``, ``info``, ``task``), classic call shape."""
+        from verifiers.evaluation import evaluate_async
+
+        return await evaluate_async(
+            self,
+            client=client,
+            model=model,
+            inputs=inputs,
+            sampling_args=sampling_args,
+            max_concurrent=max_concurrent,
+            **kwargs,
+        )
+
+    def generate_sync(self, inputs: Any, client: Any, model: str, **kwargs: Any) -> EvalResult:
+        """Blocking :meth:`generate`."""
+        from verifiers.evaluation import evaluate
+
+        return evaluate(self, client=client, model=model, inputs=inputs, **kwargs)
+
+    def format_inputs(self, inputs: Any) -> list[dict[str, Any]]:
+        """Caller-given rows formatted like dataset rows (prompt built, ids added)."""
+        return [self._normalise_row(r) for r in self.format_dataset(_to_dataset(inputs)).to_list()]
 
     def evaluate_sync(self, client: Any, model: str, **kwargs: Any) -> EvalResult:
         """Blocking :meth:`evaluate` (refuses to run inside a running event loop)."""
