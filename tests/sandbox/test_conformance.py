@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 
 from tests.sandbox.conftest import needs_bwrap
-from verifiers.sandbox import Sandbox, SandboxLimits, create_sandbox
-from verifiers.testing.sandbox_conformance import SandboxConformance
+from verifiers.sandbox import RawExecResult, Sandbox, SandboxLimits, create_sandbox
+from verifiers.testing.sandbox_conformance import SandboxConformance, run_sandbox_conformance
 
 
 @needs_bwrap
@@ -20,3 +20,33 @@ class TestSubprocessConformance(SandboxConformance):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return create_sandbox("subprocess", limits=limits)
+
+
+async def test_run_sandbox_conformance_reports_without_pytest_collection() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        report = await run_sandbox_conformance(
+            lambda limits: create_sandbox("subprocess", limits=limits),
+            only=["test_exec_stdout_stderr_exit_code", "test_no_network", "test_read_missing_file"],
+        )
+    assert report.ok, report.failed
+    assert report.passed == ["test_exec_stdout_stderr_exit_code", "test_read_missing_file"]
+    assert list(report.skipped) == ["test_no_network"]  # subprocess does not isolate
+
+
+async def test_run_sandbox_conformance_reports_failures() -> None:
+    class Broken(Sandbox):  # exec always says "exit 0, no output"
+        backend = "broken"
+
+        async def _start(self) -> None: ...
+        async def _stop(self) -> None: ...
+        async def _run(self, argv, stdin, env, cwd, timeout, max_output_bytes):  # type: ignore[no-untyped-def]
+            return RawExecResult(0, b"", b"")
+
+        async def _spawn(self, argv, env, cwd):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+    report = await run_sandbox_conformance(
+        lambda limits: Broken(limits), only=["test_exec_stdout_stderr_exit_code"]
+    )
+    assert not report.ok and "AssertionError" in report.failed["test_exec_stdout_stderr_exit_code"]

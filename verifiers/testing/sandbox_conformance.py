@@ -8,6 +8,11 @@ Subclass :class:`SandboxConformance` in a pytest module and say how to make a sa
         def make_sandbox(self, limits):
             return create_sandbox("mine", limits=limits)
 
+Or run the same checks without pytest's collection (a report back)::
+
+    report = await run_sandbox_conformance(lambda limits: create_sandbox("mine", limits=limits))
+    assert report.ok, report.failed
+
 The tests cover the protocol (exec, exit codes, stdin, env, cwd, timeouts, output caps, files,
 persistent processes, concurrency, stop) for every backend, and the containment guarantees
 (network, host files, writes, processes) for backends that declare ``isolated = True``.
@@ -17,15 +22,18 @@ Needs ``pytest`` and ``pytest-asyncio`` (``asyncio_mode = "auto"`` or the marks 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import socket
+import traceback
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 
 import pytest
 
 from verifiers.errors import SandboxError
 from verifiers.sandbox.base import Sandbox, SandboxLimits
 
-__all__ = ["SandboxConformance"]
+__all__ = ["ConformanceReport", "SandboxConformance", "run_sandbox_conformance"]
 
 SandboxFactory = Callable[[SandboxLimits], Sandbox]
 
@@ -263,3 +271,51 @@ class SandboxConformance:
             r = await sandbox.exec(["python3", "-c", code], timeout=15)
         assert r.exit_code == 0, r.stderr
         assert int(r.stdout) < 32
+
+
+@dataclass
+class ConformanceReport:
+    """Outcome of :func:`run_sandbox_conformance`: test names, and tracebacks of failures."""
+
+    passed: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+async def run_sandbox_conformance(
+    factory: SandboxFactory, *, only: list[str] | None = None
+) -> ConformanceReport:
+    """Run :class:`SandboxConformance` against ``factory(limits) -> Sandbox`` (not started)."""
+
+    class _Suite(SandboxConformance):
+        def make_sandbox(self, limits: SandboxLimits) -> Sandbox:
+            return factory(limits)
+
+    suite = _Suite()
+    report = ConformanceReport()
+    names = sorted(n for n in dir(suite) if n.startswith("test_"))
+    for name in names:
+        if only is not None and name not in only:
+            continue
+        method = getattr(suite, name)
+        sandbox: Sandbox | None = None
+        try:
+            if "sb" in inspect.signature(method).parameters:
+                sandbox = suite.make_sandbox(suite.limits)
+                await sandbox.start()
+                await method(sandbox)
+            else:
+                await method()
+            report.passed.append(name)
+        except pytest.skip.Exception as e:
+            report.skipped[name] = str(e)
+        except Exception:
+            report.failed[name] = traceback.format_exc()
+        finally:
+            if sandbox is not None:
+                await sandbox.stop()
+    return report
