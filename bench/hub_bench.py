@@ -1,12 +1,14 @@
 """Requests per second of ``/simple/<name>/`` (PEP 691 JSON and PEP 503 HTML): our hub against
 pypiserver serving the same wheel files on the same machine, in one run.
 
-    .venv/bin/python bench/hub_bench.py [--versions 30] [--duration 5] [--concurrency 16]
+    .venv/bin/python bench/hub_bench.py [--versions 30] [--duration 5] [--rounds 3]
 
 Both servers run as separate processes on 127.0.0.1 (the hub: ``vf hub serve``, one uvicorn
 process, SQLite + local blobs; pypiserver 2: one process on gevent when installed, else its
 default server). The load generator is a bounded keep-alive HTTP/1.1 client on loopback: a fixed
-number of connections, each sending one request at a time, for a fixed duration.
+number of connections, each sending one request at a time, for a fixed duration. Measurements
+of the two servers are interleaved over several rounds and the median is reported, so that load
+from other processes on the machine affects both alike.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import contextlib
 import importlib.util
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,6 +184,7 @@ def main() -> None:
     ap.add_argument("--versions", type=int, default=30, help="files in the project (default 30)")
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per measurement")
     ap.add_argument("--concurrency", type=int, default=16, help="connections")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="hub-bench-"))
@@ -188,8 +193,8 @@ def main() -> None:
         wheels = [make_wheel(pkgs, NAME, f"1.{i}.0") for i in range(args.versions)]
         bindir = Path(sys.executable).parent
 
-        results: dict[str, dict[str, float]] = {}
-        hub_port = free_port()
+        server = "gevent" if importlib.util.find_spec("gevent") else "auto"
+        hub_port, pp_port = free_port(), free_port()
         hub_cmd = [
             sys.executable,
             "-c",
@@ -203,17 +208,6 @@ def main() -> None:
             "--log-level",
             "warning",
         ]
-        with running(hub_cmd, f"http://127.0.0.1:{hub_port}/healthz"):
-            publish_to_hub(hub_port, work / "hub", wheels)
-            for label, accept in (("hub JSON", JSON), ("hub HTML", HTML)):
-                asyncio.run(measure(hub_port, f"/simple/{NAME}/", accept, 1.0, args.concurrency))
-                results[label] = asyncio.run(
-                    measure(hub_port, f"/simple/{NAME}/", accept, args.duration, args.concurrency)
-                )
-                results[label]["type"] = content_type(hub_port, f"/simple/{NAME}/", accept)  # type: ignore[assignment]
-
-        server = "gevent" if importlib.util.find_spec("gevent") else "auto"
-        pp_port = free_port()
         pp_cmd = [
             str(bindir / "pypi-server"),
             "run",
@@ -230,26 +224,46 @@ def main() -> None:
             "--disable-fallback",
             str(pkgs),
         ]
-        with running(pp_cmd, f"http://127.0.0.1:{pp_port}/health"):
-            for label, accept in (("pypiserver JSON", JSON), ("pypiserver HTML", HTML)):
-                asyncio.run(measure(pp_port, f"/simple/{NAME}/", accept, 1.0, args.concurrency))
-                results[label] = asyncio.run(
-                    measure(pp_port, f"/simple/{NAME}/", accept, args.duration, args.concurrency)
-                )
-                results[label]["type"] = content_type(pp_port, f"/simple/{NAME}/", accept)  # type: ignore[assignment]
+        path = f"/simple/{NAME}/"
+        cases = {
+            "hub JSON": (hub_port, JSON),
+            "pypiserver JSON": (pp_port, JSON),
+            "hub HTML": (hub_port, HTML),
+            "pypiserver HTML": (pp_port, HTML),
+        }
+        runs: dict[str, list[dict[str, float]]] = {label: [] for label in cases}
+        with (
+            running(hub_cmd, f"http://127.0.0.1:{hub_port}/healthz"),
+            running(pp_cmd, f"http://127.0.0.1:{pp_port}/health"),
+        ):
+            publish_to_hub(hub_port, work / "hub", wheels)
+            types = {label: content_type(port, path, acc) for label, (port, acc) in cases.items()}
+            for port, accept in cases.values():  # warm up
+                asyncio.run(measure(port, path, accept, 1.0, args.concurrency))
+            # interleaved rounds, so that load from elsewhere hits both servers alike
+            for _ in range(args.rounds):
+                for label, (port, accept) in cases.items():
+                    runs[label].append(
+                        asyncio.run(measure(port, path, accept, args.duration, args.concurrency))
+                    )
+
+        def median(label: str, key: str) -> float:
+            return statistics.median(r[key] for r in runs[label])
 
         print(
-            f"/simple/{NAME}/ with {args.versions} files, {args.concurrency} connections, "
-            f"{args.duration:g}s each; pypiserver on {server}"
+            f"{path} with {args.versions} files, {args.concurrency} connections, "
+            f"{args.rounds} interleaved rounds of {args.duration:g}s (median); "
+            f"pypiserver {version('pypiserver')} on {server}, hub on uvicorn {version('uvicorn')}"
         )
         print(f"{'server':<18}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}  content-type")
-        for label, r in results.items():
+        for label in cases:
+            errors = sum(int(r["errors"]) for r in runs[label])
             print(
-                f"{label:<18}{r['rps']:>10.0f}{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}"
-                f"{int(r['errors']):>8}  {r['type']}"
+                f"{label:<18}{median(label, 'rps'):>10.0f}{median(label, 'p50_ms'):>10.2f}"
+                f"{median(label, 'p99_ms'):>10.2f}{errors:>8}  {types[label]}"
             )
         for kind in ("JSON", "HTML"):
-            ratio = results[f"hub {kind}"]["rps"] / max(results[f"pypiserver {kind}"]["rps"], 1e-9)
+            ratio = median(f"hub {kind}", "rps") / max(median(f"pypiserver {kind}", "rps"), 1e-9)
             print(f"ratio hub/pypiserver ({kind} request): {ratio:.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
