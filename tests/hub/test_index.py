@@ -9,7 +9,7 @@ import httpx
 from hub_server.storage import blob_key
 
 from .conftest import Hub
-from .tools import pip, pip_install, uv_pip_install
+from .tools import pip, pip_install, uv_pip_install, with_auth
 
 JSON = "application/vnd.pypi.simple.v1+json"
 
@@ -130,6 +130,10 @@ def test_private_project_visibility_and_install_with_read_token(hub: Hub, tmp_pa
     r = pip_install(f"{hub.url}/{owner}/{name}/simple/", tmp_path / "t", name, token=read)
     assert r.returncode == 0, r.stderr
     assert _installed_version(tmp_path / "t", name) == "1.0.0"
+    # so does uv
+    r = uv_pip_install(with_auth(f"{hub.url}/{owner}/{name}/simple/", read), tmp_path / "uv", name)
+    assert r.returncode == 0, r.stderr
+    assert _installed_version(tmp_path / "uv", name) == "1.0.0"
     # anonymous pip cannot
     r = pip_install(f"{hub.url}/{owner}/{name}/simple/", tmp_path / "anon", name)
     assert r.returncode != 0
