@@ -250,3 +250,15 @@ async def test_a_solved_dataset_returns_short_batches_instead_of_hanging() -> No
     assert batch.counts["short_batches"] == 1 and batch.counts["zero_variance_groups"] == 3
     assert batch.metrics["reward"] == 1.0
     await src.close()
+
+
+async def test_on_policy_mode_generates_nothing_between_batches() -> None:
+    clock, _, env, src = _setup(
+        [1.0, 1.0], groups_per_batch=2, max_in_flight=2, max_off_policy_steps=0
+    )
+    for step in range(3):
+        batch = await clock.run(src.next_batch(step))
+        assert batch.metrics["in_flight"] == 0 and batch.metrics["buffered"] == 0
+        assert all(s.policy_version == step for s in batch.samples)
+    assert len(env.launches) == 6
+    await src.close()

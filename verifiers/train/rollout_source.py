@@ -97,7 +97,10 @@ class DifficultyConfig:
 @dataclass(slots=True)
 class RolloutSourceConfig:
     """How the source runs. ``max_in_flight`` bounds the groups running or waiting to be
-    consumed (``groups_per_batch`` makes it synchronous on-policy). A batch is returned short
+    consumed. New groups are launched as soon as others finish, also while the trainer trains
+    on the batch just returned, except with ``max_off_policy_steps = 0`` (strictly on-policy:
+    nothing is generated between ``next_batch`` calls; pair it with ``max_in_flight =
+    groups_per_batch`` to waste no groups). A batch is returned short
     (counted as ``short_batches``) after ``max_skipped_groups`` unusable groups in a row, so
     that a policy which solves every example cannot hang training; ``max_failed_groups``
     groups in a row without any usable rollout raise :class:`verifiers.InfraError`."""
@@ -229,7 +232,9 @@ class RolloutSource:
                 need,
                 skipped,
             )
-        self._fill(counts)
+        if self.config.max_off_policy_steps > 0:
+            # keep generating while the trainer trains on this batch (off by one step at most)
+            self._fill(counts)
         self.counts.update(counts)
         elapsed = self.clock() - started
         n_tokens = sum(len(s) for s in samples)

@@ -6,8 +6,9 @@ an inference backend:
 
 * ``local``: the trainer's own model samples in process (:class:`LocalModelClient`); the
   sampling weights are always the current ones.
-* ``server``: one or more OpenAI-compatible endpoints that return token ids and logprobs (vLLM).
-  After each step the weights are saved under ``OUTPUT_DIR/weights/step_N`` and every endpoint
+* ``server``: one or more OpenAI-compatible endpoints that return token ids and logprobs (vLLM;
+  start it with ``--logprobs-mode processed_logprobs`` so that the logprobs are those of the
+  temperature-scaled distribution the trainer recomputes). After each step the weights are saved under ``OUTPUT_DIR/weights/step_N`` and every endpoint
   is told to load them with ``POST {server root}/update_weights {"path": ..., "step": N}``;
   the train step runs in a worker thread so that rollouts keep streaming meanwhile.
 
@@ -192,12 +193,21 @@ class Trainer:
             groups_per_batch=r.groups_per_batch,
             max_in_flight=r.max_in_flight or 2 * r.groups_per_batch,
             max_off_policy_steps=r.max_off_policy_steps,
-            sampling_args={"temperature": r.temperature, "max_tokens": r.max_tokens},
+            sampling_args=self._sampling_args(),
             filter_zero_variance=r.filter_zero_variance,
             difficulty=difficulty,
             on_mismatch=r.on_mismatch,
             seed=self.config.model.seed,
         )
+
+    def _sampling_args(self) -> dict[str, Any]:
+        r = self.config.rollouts
+        args: dict[str, Any] = {"temperature": r.temperature, "max_tokens": r.max_tokens}
+        if self.config.inference.backend == "server":
+            # vLLM: token ids and the sampled tokens' logprobs in the answer
+            args["logprobs"] = True
+            args["extra_body"] = {"return_token_ids": True}
+        return args
 
     # ------------------------------------------------------------------ the loop
 
