@@ -138,6 +138,7 @@ async def test_python_tool_keeps_state_and_reports_like_a_repl() -> None:
         call("python", code="x = 20"),
         call("python", code="print('side'); x + 22"),
         call("python", code="1 / 0"),
+        call("python", code="big = bytearray(1 << 40)"),
         call("python", code="while True: pass"),
         call("python", code="x"),
         "done",
@@ -148,10 +149,12 @@ async def test_python_tool_keeps_state_and_reports_like_a_repl() -> None:
     assert texts[0] == "(no output)"
     assert texts[1] == "side\nOut[2]: 42"
     assert "ZeroDivisionError" in texts[2]
-    assert texts[3].startswith("TimeoutError")
-    assert "NameError" in texts[4]  # restarted after the timeout: variables are gone
+    assert "MemoryError" in texts[3]
+    assert texts[4].startswith("TimeoutError")
+    assert "NameError" in texts[5]  # restarted after the timeout: variables are gone
     m = state["metrics"]
-    assert m["python_cells"] == 5 and m["python_timeouts"] == 1 and m["python_restarts"] == 1
+    assert m["python_cells"] == 6 and m["python_timeouts"] == 1 and m["python_restarts"] == 1
+    assert m["python_oom"] == 1
 
 
 def _wheel(directory: Path, name: str, version: str, source: str) -> Path:

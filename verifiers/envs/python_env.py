@@ -7,7 +7,7 @@ never the network: ``pip_install_packages="numpy sympy"`` with ``wheel_dir`` (or
 directory that every sandbox mounts read-only.
 
 Metrics: ``python_ready_wait_time``, ``python_cell_time`` (mean seconds), ``python_cells``,
-``python_timeouts``, ``python_restarts``, plus :class:`SandboxEnv`'s.
+``python_timeouts``, ``python_restarts``, ``python_oom``, plus :class:`SandboxEnv`'s.
 """
 
 from __future__ import annotations
@@ -210,6 +210,7 @@ class PythonEnv(SandboxEnv):
             "cell_times": [],
             "timeouts": 0,
             "restarts": 0,
+            "oom": 0,
         }
         return state
 
@@ -241,6 +242,7 @@ class PythonEnv(SandboxEnv):
         )
         python_state["cell_times"].append(result.duration_s)
         python_state["timeouts"] += int(result.timed_out)
+        python_state["oom"] += int(result.oom)
         python_state["restarts"] = worker.restarts
         return result.format()
 
@@ -271,3 +273,4 @@ class PythonEnv(SandboxEnv):
         metrics["python_cells"] = float(len(times))
         metrics["python_timeouts"] = float(python_state.get("timeouts", 0))
         metrics["python_restarts"] = float(python_state.get("restarts", 0))
+        metrics["python_oom"] = float(python_state.get("oom", 0))

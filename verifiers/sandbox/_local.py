@@ -194,9 +194,6 @@ class AgentSandbox(Sandbox):
     async def _cleanup(self) -> None:
         """Called after every process of the sandbox is gone."""
 
-    def _oom_count(self) -> int | None:
-        return None
-
     # lifecycle -----------------------------------------------------------------------------
 
     async def _start(self) -> None:
@@ -364,7 +361,7 @@ class AgentSandbox(Sandbox):
             send_fds.insert(0, in_r)
         out = _Collector(loop, out_r, max_output_bytes)
         err = _Collector(loop, err_r, max_output_bytes)
-        oom_before = self._oom_count()
+        oom_before = self.oom_kills()
         writer: asyncio.Task[None] | None = None
         feeder: _StdinFeeder | None = None
         self._jobs[job.id] = job
@@ -406,7 +403,7 @@ class AgentSandbox(Sandbox):
                     await writer
             if feeder is not None:
                 feeder.close()
-        oom_after = self._oom_count()
+        oom_after = self.oom_kills()
         return RawExecResult(
             exit_code=int(info["status"]),
             stdout=bytes(out.buf),

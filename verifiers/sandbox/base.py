@@ -340,6 +340,11 @@ class Sandbox(ABC):
         self._check_running()
         return await self._spawn(normalize_argv(argv), self._env(env), cwd)
 
+    def oom_kills(self) -> int | None:
+        """Processes the kernel killed for memory in this sandbox so far (``None`` where the
+        backend cannot tell)."""
+        return None
+
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return base_env(env)
 

@@ -159,7 +159,7 @@ class BwrapSandbox(AgentSandbox):
             # the pid namespace's init: killing it ends every process in the sandbox
             self._extra_pids = child_pids(self._proc.pid)
 
-    def _oom_count(self) -> int | None:
+    def oom_kills(self) -> int | None:
         return self._cgroup.oom_kills() if self._cgroup is not None else None
 
     async def _cleanup(self) -> None:

@@ -91,6 +91,7 @@ class CellResult:
     execution_count: int = 0
     timed_out: bool = False
     restarted: bool = False
+    oom: bool = False
     duration_s: float = 0.0
 
     def format(self) -> str:
@@ -152,6 +153,7 @@ class PythonWorker:
             proc = self._proc
             assert proc is not None
             limit = self.timeout if timeout is None else timeout
+            oom_before = self.sandbox.oom_kills()
             started = time.perf_counter()
             await proc.write(json.dumps({"code": code}).encode() + b"\n")
             try:
@@ -171,23 +173,33 @@ class PythonWorker:
                 status = await proc.wait()
                 tail = proc.stderr_tail().decode("utf-8", "replace").strip()
                 await self._discard()
+                oom = self._oom_since(oom_before)
+                cause = "ran out of memory" if oom else f"died (exit status {status})"
                 return CellResult(
                     status="error",
-                    result=f"the interpreter died (exit status {status}) and was restarted; "
-                    f"its variables are gone. {tail}".strip(),
+                    result=f"the interpreter {cause} and was restarted; its variables are gone. "
+                    f"{tail}".strip(),
                     restarted=restarted,
+                    oom=oom,
                     duration_s=duration,
                 )
             data = json.loads(line)
+            result = data["result"]
+            memory_error = data["status"] != "ok" and "MemoryError" in (result or "")
             return CellResult(
                 status="ok" if data["status"] == "ok" else "error",
                 stdout=data["stdout"],
                 stderr=data["stderr"],
-                result=data["result"],
+                result=result,
                 execution_count=int(data["execution_count"]),
                 restarted=restarted,
+                oom=memory_error or self._oom_since(oom_before),
                 duration_s=duration,
             )
+
+    def _oom_since(self, before: int | None) -> bool:
+        after = self.sandbox.oom_kills()
+        return before is not None and after is not None and after > before
 
     async def _discard(self) -> None:
         proc, self._proc = self._proc, None
