@@ -268,6 +268,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def create_org(body: s.UserCreate, who: Auth) -> dict[str, str]:
         return {"name": service.create_org(require_principal(who), body.name)}
 
+    @app.post(f"{api}/orgs/{{org}}/members", status_code=204)
+    def add_member(org: str, body: s.MemberAdd, who: Auth) -> Response:
+        service.add_member(require_principal(who), org, body.user, body.role)
+        return Response(status_code=204)
+
     @app.post(f"{api}/tokens", response_model=s.TokenCreated, status_code=201)
     def create_token(body: s.TokenCreate, who: Auth) -> s.TokenCreated:
         return service.create_token(require_principal(who), body)

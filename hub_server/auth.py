@@ -85,9 +85,12 @@ class Principal:
         self.require_scope(scope)
         if not self.token_allows(owner, project):
             what = f"{owner}/{project}" if project else owner
-            allowed = (f"owner {self.restrict_owner}" if self.restrict_owner else "projects ") + (
-                ", ".join(sorted(self.restrict_projects)) if self.restrict_projects else ""
-            )
+            limits = []
+            if self.restrict_owner is not None:
+                limits.append(f"owner {self.restrict_owner}")
+            if self.restrict_projects is not None:
+                limits.append(f"projects {', '.join(sorted(self.restrict_projects)) or '(none)'}")
+            allowed = " and ".join(limits)
             raise Forbidden(f"this token is restricted to {allowed} and cannot act on {what}")
         if not (self.is_admin or owner in self.namespaces):
             raise Forbidden(

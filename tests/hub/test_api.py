@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
 from .conftest import Hub
@@ -102,3 +104,19 @@ def test_health_metrics_and_error_bodies(hub: Hub) -> None:
     assert r.status_code == 400 and "multipart/form-data" in r.json()["message"]
     r = httpx.get(f"{hub.url}/simple/", headers={"Authorization": "Digest abc"})
     assert r.status_code == 401 and "Bearer or Basic" in r.json()["message"]
+
+
+def test_unknown_global_names_redirect_upstream_only_when_configured(tmp_path: Path) -> None:
+    from hub_server.app import create_app
+    from hub_server.settings import Settings
+
+    from .live import live_server
+
+    app = create_app(Settings(data_dir=tmp_path, upstream_index_url="https://pypi.org/simple/"))
+    with live_server(app) as url:
+        r = httpx.get(f"{url}/simple/requests/", follow_redirects=False)
+        assert r.status_code == 302
+        assert r.headers["location"] == "https://pypi.org/simple/requests/"
+        # scoped views never fall through to upstream
+        assert httpx.get(f"{url}/nobody/simple/requests/").status_code == 404
+    app.state.engine.dispose()

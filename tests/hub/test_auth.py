@@ -147,3 +147,25 @@ def test_private_install_with_restricted_read_token_via_pip(hub: Hub, tmp_path: 
     target = Path(str(tmp_path))
     assert pip_install(f"{hub.url}/{owner}/simple/", target / "a", a, token=only_a).returncode == 0
     assert pip_install(f"{hub.url}/{owner}/simple/", target / "b", b, token=only_a).returncode != 0
+
+
+def test_org_members_publish_under_the_org(hub: Hub) -> None:
+    founder, ftoken = hub.new_user("founder")
+    member, mtoken = hub.new_user("member")
+    org = hub.unique("team")
+    assert hub.api("POST", "/orgs", ftoken, json={"name": org}).status_code == 201
+    name = hub.unique("team-env")
+    resp = hub.upload(hub.wheel(name), mtoken, owner=org)
+    assert resp.status_code == 403 and "not a member" in resp.json()["message"]
+    # only org owners add members
+    r = hub.api("POST", f"/orgs/{org}/members", mtoken, json={"user": member})
+    assert r.status_code == 403
+    assert hub.api("POST", f"/orgs/{org}/members", ftoken, json={"user": member}).status_code == 204
+    resp = hub.upload(hub.wheel(name), mtoken, owner=org)
+    assert resp.status_code == 200 and resp.json()["owner"] == org
+    # the founder can publish the next version of the member's upload: the org owns it
+    assert hub.upload(hub.wheel(name, "1.1.0"), ftoken).status_code == 200
+    assert (
+        hub.api("POST", f"/orgs/{founder}/members", ftoken, json={"user": member}).status_code
+        == 404
+    )

@@ -186,3 +186,25 @@ def test_env_install_pins_version_into_current_interpreter(
     assert r.returncode == 1 and "no environment" in r.stderr
     r = vf_in(py, ["env", "install", f"{owner}/{name}@7.0"], env)
     assert r.returncode == 1 and "no version 7.0" in r.stderr
+
+
+def test_push_built_wheel_private_under_org(hub: Hub, cfg: dict[str, str]) -> None:
+    _, token = hub.new_user()
+    org = hub.unique("cli-org")
+    assert hub.api("POST", "/orgs", token, json={"name": org}).status_code == 201
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    name = hub.unique("orgpriv-env")
+    wheel = hub.wheel(name)
+    code, out, err = vf(["env", "push", str(wheel), "--owner", org, "--private", "--json"], env)
+    assert code == 0, err
+    assert json.loads(out)["owner"] == org
+    code, out, _ = vf(["env", "info", f"{org}/{name}"], env)
+    assert "(private)" in out
+    code, _, err = vf(["env", "info", f"{org}/{name}"], {**env, "VF_HUB_TOKEN": ""})
+    assert code == 1 and "no environment" in err
+    _, other = hub.new_user()
+    code, _, err = vf(
+        ["env", "push", str(hub.wheel(hub.unique("x-env"))), "--owner", org],
+        {**env, "VF_HUB_TOKEN": other},
+    )
+    assert code == 1 and "not a member" in err and "(HTTP 403)" in err

@@ -12,7 +12,7 @@ import pytest
 from .clitools import fresh_venv, vf, vf_in
 from .conftest import Hub
 
-pytestmark = [pytest.mark.slow, pytest.mark.parametrize("hub", ["sqlite-local"], indirect=True)]
+pytestmark = pytest.mark.parametrize("hub", ["sqlite-local"], indirect=True)
 
 
 def test_push_install_load_evaluate(hub: Hub, tmp_path: Path) -> None:

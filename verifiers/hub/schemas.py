@@ -105,6 +105,11 @@ class UserCreated(BaseModel):
     token: str
 
 
+class MemberAdd(BaseModel):
+    user: str
+    role: Literal["member", "owner"] = "member"
+
+
 class WhoAmI(BaseModel):
     user: str
     admin: bool
