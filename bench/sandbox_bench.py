@@ -8,7 +8,14 @@ Sections (targets from issue 4):
   warm exec    one cell in a live Python worker inside a sandbox                            <= 1 ms p50
   live         sandboxes held at once, each answering an exec; memory (PSS) per sandbox   >= 512
   jobs/s       a 20 ms CPU job, each in a fresh pooled sandbox, 2x cores in flight
-The baseline column runs the same work as plain host subprocesses (no isolation).
+The baseline column runs the same work without isolation: plain `python3` processes for the
+start-up and jobs rows, the `subprocess` backend (the same agent and worker, no namespaces) for
+the rows that need a live worker. Both columns are measured in the same run, interleaved where
+possible, so that they see the same machine load: compare ratios, not absolute figures, on a
+shared machine.
+
+"fresh pre-started sandbox" is what a rollout sees with `SandboxPool(prestart=N)`: a sandbox
+never used before, started ahead of time, then the command.
 """
 
 from __future__ import annotations
@@ -239,10 +246,13 @@ async def jobs(n: int) -> None:
 
 def table() -> None:
     widths = [
-        max(len(r[i]) for r in [("metric", "bwrap sandbox", "plain subprocess", "target"), *ROWS])
+        max(
+            len(r[i])
+            for r in [("metric", "bwrap sandbox", "no isolation (baseline)", "target"), *ROWS]
+        )
         for i in range(4)
     ]
-    header = ("metric", "bwrap sandbox", "plain subprocess", "target")
+    header = ("metric", "bwrap sandbox", "no isolation (baseline)", "target")
     print()
     for r in [header, tuple("-" * w for w in widths), *ROWS]:
         print(" | ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))

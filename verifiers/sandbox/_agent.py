@@ -1,6 +1,7 @@
 """The agent that runs inside a local sandbox (bwrap, subprocess).
 
-It is started as ``python3 -I -S -c <this source> FD CONFIG_JSON`` and uses the standard library
+It is started as ``python3 -I -S -c <loader> [CODE] FD CONFIG`` (see ``agent_argv``: the code
+is compiled ahead of time by the same interpreter where possible) and uses the standard library
 only, so any Python 3.8+ interpreter inside the sandbox can run it. FD is one end of an
 ``AF_UNIX``/``SOCK_SEQPACKET`` socket pair; the host holds the other end.
 
@@ -123,8 +124,8 @@ def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
 
 
 def main() -> None:
-    sock = _socket.socket(fileno=int(sys.argv[1]))
-    config = marshal.loads(bytes.fromhex(sys.argv[2]))
+    sock = _socket.socket(fileno=int(sys.argv[-2]))
+    config = marshal.loads(bytes.fromhex(sys.argv[-1]))
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 from abc import abstractmethod
 from collections import deque
 from pathlib import Path
@@ -24,6 +25,40 @@ from verifiers.errors import SandboxError
 from verifiers.sandbox.base import RawExecResult, Sandbox, SandboxLimits, SandboxProcess
 
 AGENT_SOURCE = (Path(__file__).with_name("_agent.py")).read_text()
+_LOADER = "import marshal,sys;exec(marshal.loads(bytes.fromhex(sys.argv[1])))"
+_COMPILED: dict[str, str | None] = {}
+
+
+def agent_argv(python: str, agent_fd: int, config: dict[str, Any]) -> list[str]:
+    """The command that runs the agent with ``python``: its code compiled ahead of time (by
+    that interpreter, once per process; compiling at every start costs milliseconds), or the
+    source when that is not possible."""
+    if python not in _COMPILED:
+        _COMPILED[python] = _compile_with(python)
+    code = _COMPILED[python]
+    head = [python, "-I", "-S", "-c", *((_LOADER, code) if code else (AGENT_SOURCE,))]
+    return [*head, str(agent_fd), encode_config(config)]
+
+
+def _compile_with(python: str) -> str | None:
+    script = (
+        "import marshal,sys;"
+        "sys.stdout.write(marshal.dumps(compile(sys.stdin.read(),'<vf-agent>','exec')).hex())"
+    )
+    if python == sys.executable:
+        return marshal.dumps(compile(AGENT_SOURCE, "<vf-agent>", "exec")).hex()
+    try:
+        r = subprocess.run(
+            [python, "-I", "-S", "-c", script],
+            input=AGENT_SOURCE.encode(),
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = r.stdout.decode("ascii", "replace").strip()
+    return out if r.returncode == 0 and out else None
+
 
 # pids to SIGKILL if the interpreter exits with sandboxes still live (the SIGKILL case is
 # covered by --die-with-parent / the agent's socket closing)

@@ -28,7 +28,7 @@ from typing import Any
 
 from verifiers.errors import SandboxError
 from verifiers.sandbox._cgroup import SandboxCgroup
-from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, child_pids, encode_config
+from verifiers.sandbox._local import AgentSandbox, agent_argv, child_pids
 from verifiers.sandbox.base import WORKDIR, SandboxLimits
 
 __all__ = ["BwrapSandbox", "bwrap_available", "sandbox_host_uid"]
@@ -105,7 +105,7 @@ class BwrapSandbox(AgentSandbox):
             )
         python, python_binds = _sandbox_python()
         argv = [bwrap, *self._bwrap_args(python_binds)]
-        argv += ["--", python, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd), encode_config(config)]
+        argv += ["--", *agent_argv(python, agent_fd, config)]
         lim = self.limits
         self._cgroup = SandboxCgroup(
             self.id,

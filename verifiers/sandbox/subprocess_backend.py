@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from verifiers.sandbox._local import AGENT_SOURCE, AgentSandbox, encode_config
+from verifiers.sandbox._local import AgentSandbox, agent_argv
 from verifiers.sandbox.base import SandboxLimits, base_env
 
 __all__ = ["SubprocessSandbox"]
@@ -71,8 +71,7 @@ class SubprocessSandbox(AgentSandbox):
         return base_env(env, home=self._workdir()) | {"TMPDIR": self._workdir()}
 
     def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
-        argv = [sys.executable, "-I", "-S", "-c", AGENT_SOURCE, str(agent_fd)]
-        return [*argv, encode_config(config)]
+        return agent_argv(sys.executable, agent_fd, config)
 
     async def _cleanup(self) -> None:
         if self._dir is not None:
