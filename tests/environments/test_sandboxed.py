@@ -158,7 +158,7 @@ def test_candidate_mutations_are_one_line_edits() -> None:
 
 async def test_swe_lite_editing_tests_does_not_help_but_fixing_does() -> None:
     env = vf.load_environment("swe-lite", num_examples=1)
-    bug = env.get_rows("eval")[0]["info"]["bug"]
+    (bug,) = env.get_rows("eval")[0]["info"]["bugs"]
     cheat = ScriptedClient(
         [
             _call("bash", command="rm -rf tests && mkdir tests && touch tests/__init__.py"),
@@ -186,3 +186,28 @@ async def test_swe_lite_editing_tests_does_not_help_but_fixing_does() -> None:
     assert "occurs 0 times" in tool_out[1]
     assert f["reward"] == 1.0 and f["metrics"]["tests_failed"] == 0.0
     assert json.loads(json.dumps(f["test_run"]))["tests_run"] == 55
+
+
+async def test_swe_lite_several_bugs_per_task() -> None:
+    from verifiers.testing.check import check_environment_async
+
+    env = vf.load_environment("swe-lite", num_bugs=3, num_examples=5, seed=2)
+    rows = env.get_rows("eval")
+    assert len(rows) == 5 and len({r["prompt"][-1]["content"] for r in rows}) == 5
+    for row in rows:
+        files = [b["file"] for b in row["info"]["bugs"]]
+        assert len(files) == 3 == len(set(files))
+        assert "has 3 bugs" in row["prompt"][-1]["content"]
+    # the oracle reverts all three; fixing only one is not enough
+    (await check_environment_async(env, num_examples=2)).raise_for_failures()
+    first = rows[0]["info"]["bugs"][0]
+    client = ScriptedClient(
+        [
+            _call("replace_in_file", path=first["file"], old=first["buggy"], new=first["original"]),
+            "Done.",
+        ]
+    )
+    result = await vf.evaluate_async(env, client=client, model="m", num_examples=1)
+    assert result.records[0]["reward"] == 0.0
+    with pytest.raises(vf.ConfigError, match="num_bugs=5 needs 5 modules"):
+        vf.load_environment("swe-lite", num_bugs=5)

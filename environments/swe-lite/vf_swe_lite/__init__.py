@@ -1,8 +1,8 @@
-"""swe-lite: fix a procedurally injected bug in a small repository, inside a sandbox.
+"""swe-lite: fix procedurally injected bugs in a small repository, inside a sandbox.
 
 Each task copies the bundled ``minilib`` repository (a small stdlib-only library with a
-``unittest`` suite) into the rollout's sandbox with one injected bug (see
-:mod:`vf_swe_lite.inject`). The model works over many turns with ``bash``, ``read_file``,
+``unittest`` suite) into the rollout's sandbox with one injected bug, or ``num_bugs`` bugs in
+different modules (see :mod:`vf_swe_lite.inject`). The model works over many turns with ``bash``, ``read_file``,
 ``write_file`` and ``replace_in_file``, and stops by replying without a tool call. Reward: the
 repository's test suite passes, run after restoring the pristine tests (editing the tests does
 not help).
@@ -25,7 +25,7 @@ __all__ = ["SweLiteEnv", "load_bugs", "load_environment"]
 SYSTEM_PROMPT = (
     "You are a software engineer working in a sandbox. The repository is in your working "
     "directory. Use the tools to run the tests (`python3 -m unittest`), read the code, and fix "
-    "the bug in the library with the smallest change; do not edit the tests. When the whole "
+    "the bug(s) in the library with the smallest change; do not edit the tests. When the whole "
     "suite passes, reply with a one-line summary of the fix and no tool call."
 )
 
@@ -74,8 +74,9 @@ class SweLiteEnv(vf.SandboxEnv):
 
     async def on_sandbox_ready(self, sandbox: vf.Sandbox, state: vf.State) -> None:
         await super().on_sandbox_ready(sandbox, state)
-        bug = Bug(**{**state["info"]["bug"], "failing_tests": ()})
-        files = apply_bug(self.pristine, bug)
+        files = self.pristine
+        for bug in state["info"]["bugs"]:
+            files = apply_bug(files, Bug(**{**bug, "failing_tests": ()}))
         result = await sandbox.exec(["python3", "-c", _UNPACK], stdin=json.dumps(files))
         if result.exit_code != 0:
             raise vf.SandboxError(f"could not write the repository: {result.stderr[-500:]}")
@@ -185,17 +186,24 @@ class SweLiteEnv(vf.SandboxEnv):
     # oracle ----------------------------------------------------------------------------------
 
     async def oracle_response(self, state: vf.State) -> vf.Message:
-        """Run the tests, revert the injected line, run them again, report."""
-        bug = state["info"]["bug"]
+        """Run the tests, read each buggy file and revert its injected line, rerun, report."""
+        bugs = state["info"]["bugs"]
         plan: list[tuple[str, dict[str, Any]]] = [
-            ("bash", {"command": "python3 -m unittest -q 2>&1 | tail -n 15"}),
-            ("read_file", {"path": bug["file"]}),
-            ("replace_in_file", {"path": bug["file"], "old": bug["buggy"], "new": bug["original"]}),
-            ("bash", {"command": "python3 -m unittest -q 2>&1 | tail -n 3"}),
+            ("bash", {"command": "python3 -m unittest -q 2>&1 | tail -n 15"})
         ]
+        for bug in bugs:
+            plan.append(("read_file", {"path": bug["file"]}))
+            plan.append(
+                (
+                    "replace_in_file",
+                    {"path": bug["file"], "old": bug["buggy"], "new": bug["original"]},
+                )
+            )
+        plan.append(("bash", {"command": "python3 -m unittest -q 2>&1 | tail -n 3"}))
         step = sum(1 for m in state["completion"] if m.get("role") == "assistant")
         if step >= len(plan):
-            return {"role": "assistant", "content": f"Fixed line {bug['line']} of {bug['file']}."}
+            where = ", ".join(f"{b['file']}:{b['line']}" for b in bugs)
+            return {"role": "assistant", "content": f"Fixed {where}."}
         name, args = plan[step]
         return {
             "role": "assistant",
@@ -210,11 +218,49 @@ class SweLiteEnv(vf.SandboxEnv):
         }
 
 
+def _combinations(bugs: list[Bug], k: int, n: int, rng: random.Random) -> list[list[Bug]]:
+    """``n`` distinct sets of ``k`` bugs, each in a different file (so they cannot interact
+    within one function)."""
+    by_file: dict[str, list[Bug]] = {}
+    for bug in bugs:
+        by_file.setdefault(bug.file, []).append(bug)
+    files = sorted(by_file)
+    if k > len(files):
+        raise vf.ConfigError(
+            f"swe-lite: num_bugs={k} needs {k} modules with bugs; the repository has {len(files)}"
+        )
+    out: list[list[Bug]] = []
+    seen: set[tuple[str, ...]] = set()
+    attempts = 0
+    while len(out) < n and attempts < 100 * n:
+        attempts += 1
+        chosen = sorted(
+            (rng.choice(by_file[f]) for f in rng.sample(files, k)), key=lambda b: b.file
+        )
+        key = tuple(b.bug_id for b in chosen)
+        if key not in seen:
+            seen.add(key)
+            out.append(chosen)
+    return out
+
+
+def _bug_info(bug: Bug) -> dict[str, Any]:
+    return {
+        "bug_id": bug.bug_id,
+        "file": bug.file,
+        "line": bug.line,
+        "kind": bug.kind,
+        "original": bug.original,
+        "buggy": bug.buggy,
+    }
+
+
 def load_environment(
     num_examples: int = -1,
     seed: int = 0,
     max_turns: int = 30,
     show_failing_tests: bool = True,
+    num_bugs: int = 1,
     sandbox_backend: str | None = None,
     test_timeout: float = 60.0,
     system_prompt: str = SYSTEM_PROMPT,
@@ -223,46 +269,47 @@ def load_environment(
     """Build the swe-lite environment.
 
     Args:
-        num_examples: number of tasks (-1: one per bundled bug).
-        seed: shuffles which bugs come first.
+        num_examples: number of tasks (-1: one per bundled bug; 200 when ``num_bugs > 1``).
+        seed: shuffles which bugs come first (and which are combined).
         max_turns: model calls per rollout.
         show_failing_tests: name the failing tests in the task (like a bug report); without,
             the model only learns that the suite fails.
+        num_bugs: bugs per task, each in a different module (1-4): a difficulty knob, and
+            many more distinct tasks (every combination of bugs is one).
         sandbox_backend: ``None`` (bwrap on Linux), ``docker``, ``remote``; ``subprocess``
             only for trusted models.
         test_timeout: seconds the test suite may run when scoring.
         system_prompt: instructions to the model.
         **kwargs: passed on to :class:`verifiers.SandboxEnv`.
     """
+    if num_bugs < 1:
+        raise vf.ConfigError(f"swe-lite: num_bugs must be >= 1, not {num_bugs}")
     bugs = load_bugs()
-    random.Random(seed).shuffle(bugs)
-    if num_examples > 0:
-        bugs = bugs[:num_examples]
+    rng = random.Random(seed)
+    if num_bugs == 1:
+        rng.shuffle(bugs)
+        tasks = [[b] for b in (bugs[:num_examples] if num_examples > 0 else bugs)]
+    else:
+        tasks = _combinations(bugs, num_bugs, num_examples if num_examples > 0 else 200, rng)
     rows = []
-    for bug in bugs:
+    for task_bugs in tasks:
+        failing = sorted({t for b in task_bugs for t in b.failing_tests})
         if show_failing_tests:
-            listed = "\n".join(f"- {t}" for t in bug.failing_tests)
+            listed = "\n".join(f"- {t}" for t in failing)
             report = f"These tests fail:\n{listed}"
         else:
             report = "Some tests fail."
+        what = "a bug" if len(task_bugs) == 1 else f"{len(task_bugs)} bugs"
         rows.append(
             {
                 "question": (
                     "The repository `minilib` (package `minilib/`, tests in `tests/`, run with "
-                    f"`python3 -m unittest`) has a bug. {report}\nFind and fix the bug."
+                    f"`python3 -m unittest`) has {what}. {report}\nFind and fix "
+                    f"{'the bug' if len(task_bugs) == 1 else 'all of them'}."
                 ),
                 "answer": "",
-                "task": "swe-lite",
-                "info": {
-                    "bug": {
-                        "bug_id": bug.bug_id,
-                        "file": bug.file,
-                        "line": bug.line,
-                        "kind": bug.kind,
-                        "original": bug.original,
-                        "buggy": bug.buggy,
-                    }
-                },
+                "task": "swe-lite" if len(task_bugs) == 1 else f"swe-lite-{len(task_bugs)}",
+                "info": {"bugs": [_bug_info(b) for b in task_bugs]},
             }
         )
 
