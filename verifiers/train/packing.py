@@ -53,18 +53,20 @@ class PackedMicroBatch:
     def tensors(self, device: Any = "cpu") -> dict[str, torch.Tensor]:
         """``[1, seq_len]`` tensors: input_ids, position_ids, loss_mask, old_logprobs,
         advantages, sequence_ids."""
+        import numpy as np
         import torch
 
-        def t(values: Sequence[Any], dtype: torch.dtype) -> torch.Tensor:
-            return torch.tensor([values], dtype=dtype, device=device)
+        def t(values: Sequence[Any], dtype: Any) -> torch.Tensor:
+            # via numpy: several times faster than torch.tensor on Python lists
+            return torch.from_numpy(np.asarray(values, dtype=dtype)).unsqueeze(0).to(device)
 
         return {
-            "input_ids": t(self.input_ids, torch.long),
-            "position_ids": t(self.position_ids, torch.long),
-            "loss_mask": t(self.loss_mask, torch.bool),
-            "old_logprobs": t(self.old_logprobs, torch.float32),
-            "advantages": t(self.advantages, torch.float32),
-            "sequence_ids": t(self.sequence_ids, torch.long),
+            "input_ids": t(self.input_ids, np.int64),
+            "position_ids": t(self.position_ids, np.int64),
+            "loss_mask": t(self.loss_mask, np.bool_),
+            "old_logprobs": t(self.old_logprobs, np.float32),
+            "advantages": t(self.advantages, np.float32),
+            "sequence_ids": t(self.sequence_ids, np.int64),
         }
 
 
