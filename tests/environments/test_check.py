@@ -40,7 +40,8 @@ def statuses(report: CheckReport) -> dict[str, str]:
 async def test_a_correct_environment_passes() -> None:
     report = await check_environment_async(_env(exact))
     assert report.ok, str(report)
-    assert set(statuses(report).values()) == {"pass"}
+    assert set(statuses(report).values()) == {"pass", "skip"}
+    assert statuses(report)["cleanup"] == "skip"  # no sandboxes to leak
     assert "4 rows" in report["dataset"].message
     assert "rewards: exact" in report["rubric"].message
 
@@ -125,7 +126,7 @@ async def test_unknown_id_fails_load_and_skips_the_rest() -> None:
     report = await check_environment_async("no-such-environment-xyz")
     assert report["load"].status == "fail"
     assert report["load"].error_type == "EnvironmentNotFoundError"
-    assert [r.status for r in report.results[1:]] == ["skip"] * 5
+    assert [r.status for r in report.results[1:]] == ["skip"] * 6
 
 
 def test_sync_facade_and_raise_on_failure() -> None:
@@ -156,7 +157,7 @@ def test_validate_command_prints_a_table_and_sets_the_exit_code() -> None:
     runner = CliRunner()
     ok = runner.invoke(_app(), ["validate", "wordle", "-a", '{"max_guesses": 3}', "-n", "2"])
     assert ok.exit_code == 0, ok.output
-    for name in ("load", "dataset", "rubric", "gold", "no_op", "records"):
+    for name in ("load", "dataset", "rubric", "gold", "no_op", "records", "cleanup"):
         assert name in ok.output
     assert "wordle: ok" in ok.output
 
@@ -181,3 +182,28 @@ def test_validate_command_bad_input_exits_2(args: list[str], message: str) -> No
     result = CliRunner().invoke(_app(), args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+async def test_leaked_sandboxes_fail_cleanup() -> None:
+    from verifiers.sandbox.bwrap import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("needs bubblewrap")
+
+    class Leaky(vf.SandboxEnv):
+        async def destroy_sandbox(self, state: vf.State) -> None:  # not a cleanup hook any more
+            return None
+
+    env = Leaky(dataset=ROWS, rubric=vf.Rubric(funcs=[exact]), max_turns=2)
+    try:
+        report = await check_environment_async(env, num_examples=2)
+        assert report["cleanup"].status == "fail"
+        assert "still live" in report["cleanup"].message
+    finally:
+        await env.close()
+    assert env.active_sandboxes == set()
+
+    healthy = vf.SandboxEnv(dataset=ROWS, rubric=vf.Rubric(funcs=[exact]), max_turns=2)
+    report = await check_environment_async(healthy, num_examples=2)
+    await healthy.close()
+    assert report["cleanup"].status == "pass"

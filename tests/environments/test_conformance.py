@@ -27,6 +27,7 @@ async def test_environment_passes_check(name: str) -> None:
         "gold",
         "no_op",
         "records",
+        "cleanup",
     ]
     report.raise_for_failures()
     assert report["gold"].status == "pass"  # every environment here has gold behaviour

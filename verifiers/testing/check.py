@@ -28,6 +28,9 @@ Checks, in order (a failed ``load`` skips the rest):
 ``records``
     The scripted rollouts produce JSON-serialisable records with a finite reward, a stop
     condition and at least one turn.
+``cleanup``
+    After the rollouts, the environment holds no per-rollout resources (for sandbox
+    environments: no live sandboxes). Skipped for environments that track none.
 
 Every check has a time limit (``timeout_s``) and reports pass, fail or skip with a message.
 """
@@ -209,13 +212,13 @@ async def check_environment_async(
 
     loaded = await checker.run("load", lambda: _check_load(env, env_args or {}))
     if loaded is None:
-        for name in ("dataset", "rubric", "gold", "no_op", "records"):
+        for name in ("dataset", "rubric", "gold", "no_op", "records", "cleanup"):
             report.results.append(CheckResult(name, "skip", "the environment did not load"))
     else:
         rows = await checker.run("dataset", lambda: _check_dataset(loaded, num_examples))
         await checker.run("rubric", lambda: _check_rubric(loaded))
         if rows is None:
-            for name in ("gold", "no_op", "records"):
+            for name in ("gold", "no_op", "records", "cleanup"):
                 report.results.append(CheckResult(name, "skip", "the dataset is not usable"))
         else:
             await checker.run(
@@ -231,6 +234,7 @@ async def check_environment_async(
                 )
             else:
                 await checker.run("records", lambda: _check_records(no_op))
+            await checker.run("cleanup", lambda: _check_cleanup(loaded))
         if isinstance(env, str):
             await loaded.close()
     if raise_on_failure:
@@ -471,3 +475,12 @@ async def _check_records(result: EvalResult) -> tuple[Any, str]:
         raise _Failed("; ".join(problems[:5]))
     stops = sorted({str(r["stop_condition"]) for r in result.records})
     return None, f"records serialise; stop conditions: {', '.join(stops)}"
+
+
+async def _check_cleanup(env: Environment) -> tuple[Any, str]:
+    active = getattr(env, "active_sandboxes", None)
+    if active is None:
+        raise _Skipped("the environment tracks no per-rollout resources")
+    if active:
+        raise _Failed(f"{len(active)} sandbox(es) still live after the rollouts finished")
+    return None, "no live sandboxes after the rollouts"
