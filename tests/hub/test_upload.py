@@ -151,13 +151,14 @@ def test_direct_url_dependency_refused_on_public_project(hub: Hub) -> None:
     assert "direct URL" in resp.json()["message"]
 
 
-def test_concurrent_pushes_of_same_new_version(hub: Hub) -> None:
+@pytest.mark.parametrize("pushers", [2, 6])
+def test_concurrent_pushes_of_same_new_version(hub: Hub, pushers: int) -> None:
     _, token = hub.new_user()
     name = hub.unique("race-env")
-    wheels = [hub.wheel(name, module_body=f"WHO = {i}\n") for i in range(2)]
+    wheels = [hub.wheel(name, module_body=f"WHO = {i}\n") for i in range(pushers)]
     datas = [w.read_bytes() for w in wheels]
-    barrier = threading.Barrier(2)
-    results: list[httpx.Response] = [None, None]  # type: ignore[list-item]
+    barrier = threading.Barrier(pushers)
+    results: dict[int, httpx.Response] = {}
 
     def push(i: int) -> None:
         barrier.wait()
@@ -169,15 +170,15 @@ def test_concurrent_pushes_of_same_new_version(hub: Hub) -> None:
             timeout=60,
         )
 
-    threads = [threading.Thread(target=push, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=push, args=(i,)) for i in range(pushers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    codes = sorted(r.status_code for r in results)
-    assert codes == [200, 409], [r.text for r in results]
-    winner = next(i for i, r in enumerate(results) if r.status_code == 200)
-    loser = 1 - winner
+    codes = sorted(r.status_code for r in results.values())
+    assert codes == [200] + [409] * (pushers - 1), [r.text for r in results.values()]
+    winner = next(i for i, r in results.items() if r.status_code == 200)
+    assert all("bump the version" in r.json()["message"] for i, r in results.items() if i != winner)
     shas = [hashlib.sha256(d).hexdigest() for d in datas]
     with hub.service.session() as db:
         rows = db.execute(
@@ -187,18 +188,16 @@ def test_concurrent_pushes_of_same_new_version(hub: Hub) -> None:
             .where(m.Environment.name == name)
         ).all()
         assert [r[0] for r in rows] == [shas[winner]]
-        assert (
-            db.scalar(
-                select(func.count())
-                .select_from(m.Release)
-                .join(m.Environment)
-                .where(m.Environment.name == name)
-            )
-            == 1
+        releases = db.scalar(
+            select(func.count())
+            .select_from(m.Release)
+            .join(m.Environment)
+            .where(m.Environment.name == name)
         )
+        assert releases == 1
     storage = hub.service.storage
     assert storage.exists(blob_key(shas[winner]))
-    assert not storage.exists(blob_key(shas[loser]))
+    assert not any(storage.exists(blob_key(sha)) for i, sha in enumerate(shas) if i != winner)
     served = httpx.get(f"{hub.url}/files/{shas[winner][:2]}/{shas[winner]}/{wheels[0].name}")
     assert served.content == datas[winner]
 
