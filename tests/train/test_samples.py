@@ -78,9 +78,11 @@ def test_prefix_mismatch_splits_or_drops_and_counts() -> None:
     assert dropped.samples == [] and dropped.counts["dropped_mismatch"] == 1
 
 
-def test_errored_and_empty_rollouts_are_dropped_not_raised() -> None:
+def test_errored_rollouts_are_marked_and_bad_ones_dropped_not_raised() -> None:
     err = build_samples(_state([_step([1], [2])], error={"type": "EndpointError", "message": "x"}))
-    assert err.samples == [] and err.counts["dropped_error"] == 1
+    assert [s.error for s in err.samples] == ["EndpointError: x"] and err.counts["errored"] == 1
+    (ok,) = build_samples(_state([_step([1], [2])])).samples
+    assert ok.error is None
     empty = build_samples(_state([]))
     assert empty.samples == [] and empty.counts["dropped_empty"] == 1
     no_tok = build_samples(

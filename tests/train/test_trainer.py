@@ -136,3 +136,27 @@ def test_bad_configs_get_one_clear_line(tmp_path: Path, text: str, needle: str) 
 def test_missing_config_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", str(tmp_path / "nope.toml")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_vf_train_loads_an_installed_environment_by_id(
+    tmp_path: Path, classic_envs_path: Path
+) -> None:
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(
+        "[env]\nid = 'classic_tools'\nargs = { num_examples = 4 }\n"
+        "[rollouts]\nrollouts_per_example = 2\ngroups_per_batch = 2\nmax_tokens = 8\n"
+        "filter_zero_variance = false\n"
+        f"[train]\nsteps = 1\nseq_len = 512\noutput_dir = '{tmp_path / 'run'}'\n"
+    )
+    result = CliRunner().invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 0, result.output
+    (row,) = _metrics(tmp_path / "run")
+    assert row["num_samples"] == 4 and row["num_loss_tokens"] > 0
+
+
+def test_unknown_environment_id_is_a_clear_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(f"[env]\nid = 'no-such-env-xyz'\n[train]\noutput_dir = '{tmp_path}'\n")
+    result = CliRunner().invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 2
+    assert "no-such-env-xyz" in result.output and "Traceback" not in result.output

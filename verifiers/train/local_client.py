@@ -82,15 +82,12 @@ class LocalModelClient(Client):
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
         completion_ids, logprobs, stopped = await request.future
-        eos = self.tokenizer.eos_token_id
         text_ids = completion_ids[:-1] if stopped else completion_ids
         text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
         message = {"role": "assistant", "content": text}
         return ModelResponse(
             message=message,
-            finish_reason="stop"
-            if stopped or (completion_ids and completion_ids[-1] == eos)
-            else "length",
+            finish_reason="stop" if stopped else "length",
             usage=Usage(prompt_tokens=len(prompt_ids), completion_tokens=len(completion_ids)),
             prompt_token_ids=prompt_ids,
             completion_token_ids=completion_ids,

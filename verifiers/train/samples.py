@@ -44,7 +44,9 @@ class Sample:
     ``mask[i]`` is True where token ``i`` was sampled by the policy (loss is taken there only);
     ``logprobs[i]`` is the sampling logprob of token ``i`` (0.0 where ``mask`` is False), or
     ``logprobs`` is None when the inference server did not return them (the trainer then treats
-    the sample as on-policy). ``advantage`` is filled by the rollout source.
+    the sample as on-policy). ``advantage`` is filled by the rollout source. ``error`` is
+    ``"Type: message"`` when the rollout errored: such samples carry what was generated before
+    the error, for inspection; trainers must not train on them (the rollout source drops them).
     """
 
     token_ids: list[int]
@@ -71,7 +73,7 @@ class Sample:
 @dataclass(slots=True)
 class SampleBuild:
     """Samples built from one rollout and what happened on the way (counts by event name:
-    ``split``, ``dropped_mismatch``, ``dropped_error``, ``dropped_empty``, ``retokenized``)."""
+    ``split``, ``dropped_mismatch``, ``dropped_empty``, ``retokenized``, ``errored``)."""
 
     samples: list[Sample]
     counts: Counter[str]
@@ -119,10 +121,9 @@ def build_samples(
     or ``state["oai_tools"]`` when present).
     """
     counts: Counter[str] = Counter()
-    error = state.get("error")
+    error = _error_text(state.get("error"))
     if error is not None:
-        counts["dropped_error"] += 1
-        return SampleBuild([], counts)
+        counts["errored"] += 1
     trajectory: list[TrajectoryStep] = list(state.get("trajectory") or [])
     if not trajectory:
         counts["dropped_empty"] += 1
@@ -175,7 +176,7 @@ def build_samples(
             example_id=state.get("example_id"),
             policy_version=policy_version,
             is_truncated=bool(state.get("is_truncated", False)),
-            error=None,
+            error=error,
         )
         for seg in segments
         if any(seg.mask)
@@ -183,6 +184,17 @@ def build_samples(
     if len(samples) < len(segments):
         counts["dropped_empty"] += len(segments) - len(samples)
     return SampleBuild(samples, counts)
+
+
+def _error_text(error: Any) -> str | None:
+    """``"Type: message"`` of a rollout's error record (a dict, an exception or text)."""
+    if error is None:
+        return None
+    if isinstance(error, Mapping):
+        return f"{error.get('type', 'Error')}: {error.get('message', '')}"
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    return str(error)
 
 
 def _extends(ids: Sequence[int], prefix: Sequence[int]) -> bool:

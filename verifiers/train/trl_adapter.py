@@ -130,7 +130,7 @@ class TRLAdapter:
         for state in states:
             built = build_samples(state, tokenizer=tokenizer)
             self.counts.update(built.counts)
-            if not built.samples:
+            if not built.samples or built.samples[0].error is not None:
                 # nothing trainable: one eos token that carries no loss and no reward
                 out["prompt_ids"].append([eos])
                 out["completion_ids"].append([eos])
