@@ -273,6 +273,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         service.add_member(require_principal(who), org, body.user, body.role)
         return Response(status_code=204)
 
+    @app.get(f"{api}/journal", response_model=list[s.JournalEntryOut])
+    def journal(who: Auth, since: int = 0, limit: int = 100) -> list[s.JournalEntryOut]:
+        return service.journal(require_principal(who), since, limit)
+
     @app.post(f"{api}/tokens", response_model=s.TokenCreated, status_code=201)
     def create_token(body: s.TokenCreate, who: Auth) -> s.TokenCreated:
         return service.create_token(require_principal(who), body)

@@ -851,6 +851,35 @@ class HubService:
     def _journal(db: Session, action: str, **fields: str | None) -> None:
         db.add(m.JournalEntry(action=action, **fields))
 
+    def journal(
+        self, principal: Principal, since: int = 0, limit: int = 100
+    ) -> list[s.JournalEntryOut]:
+        """The audit log: every change with its serial, oldest first (admins only)."""
+        principal.require_scope("admin")
+        if not principal.is_admin:
+            raise Forbidden("only hub admins can read the journal")
+        if not 1 <= limit <= 1000:
+            raise BadRequest("limit must be between 1 and 1000")
+        with self.session() as db:
+            rows = db.scalars(
+                select(m.JournalEntry)
+                .where(m.JournalEntry.id > since)
+                .order_by(m.JournalEntry.id)
+                .limit(limit)
+            ).all()
+            return [
+                s.JournalEntryOut(
+                    serial=r.id,
+                    action=r.action,
+                    project=r.project,
+                    version=r.version,
+                    filename=r.filename,
+                    actor=r.actor,
+                    created_at=r.created_at,
+                )
+                for r in rows
+            ]
+
     def counts(self) -> dict[str, int]:
         with self.session() as db:
             return {

@@ -120,3 +120,18 @@ def test_unknown_global_names_redirect_upstream_only_when_configured(tmp_path: P
         # scoped views never fall through to upstream
         assert httpx.get(f"{url}/nobody/simple/requests/").status_code == 404
     app.state.engine.dispose()
+
+
+def test_journal_records_every_change_with_a_serial(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("audit-env")
+    start = hub.api("GET", "/journal", hub.admin_token, params={"since": 0, "limit": 1000}).json()
+    since = max((e["serial"] for e in start), default=0)
+    hub.upload(hub.wheel(name), token)
+    hub.api("POST", f"/projects/{owner}/{name}/versions/1.0.0/yank", token, json={"reason": "x"})
+    entries = hub.api("GET", "/journal", hub.admin_token, params={"since": since}).json()
+    mine = [(e["action"], e["project"], e["actor"]) for e in entries if e["project"] == name]
+    assert mine == [("add_file", name, owner), ("yank", name, owner)]
+    serials = [e["serial"] for e in entries]
+    assert serials == sorted(serials) and serials[0] > since
+    assert hub.api("GET", "/journal", token).status_code == 403

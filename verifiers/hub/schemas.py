@@ -130,6 +130,16 @@ class UploadResult(BaseModel):
     created: bool = Field(description="false when the same bytes were already published")
 
 
+class JournalEntryOut(BaseModel):
+    serial: int
+    action: str
+    project: str | None = None
+    version: str | None = None
+    filename: str | None = None
+    actor: str | None = None
+    created_at: datetime
+
+
 class EvalResultIn(BaseModel):
     wheel_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     model: str = Field(min_length=1, max_length=200)
