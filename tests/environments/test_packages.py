@@ -4,6 +4,7 @@ data, its entry point, its keywords and its eval defaults."""
 from __future__ import annotations
 
 import email.parser
+import json
 import subprocess
 import sys
 import tomllib
@@ -21,7 +22,7 @@ BUNDLED = {
     "wordle": ["vf_wordle/data/words.txt"],
     "tool-use": ["vf_tool_use/data/tables.json"],
     "code": ["vf_code/data/tasks.jsonl"],
-    "python-repl": [],
+    "python-repl": ["vf_python_repl/data/problems.jsonl"],
     "swe-lite": [
         "vf_swe_lite/repo/minilib/__init__.py",
         "vf_swe_lite/repo/tests/test_text.py",
@@ -52,25 +53,36 @@ def test_pyproject_declares_entry_point_and_eval_defaults(name: str) -> None:
     assert f"vf-eval {name}" in readme
 
 
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each environment's wheel, built once with ``python -m build --wheel``."""
+    out = tmp_path_factory.mktemp("wheels")
+    built: dict[str, Path] = {}
+    for name in PRESENT:
+        dest = out / name
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "build",
+                "--wheel",
+                "--no-isolation",
+                "--outdir",
+                str(dest),
+                str(ENV_ROOT / name),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, f"{name}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        (built[name],) = dest.glob("*.whl")
+    return built
+
+
 @pytest.mark.parametrize("name", PRESENT)
-def test_wheel_builds_with_data_and_metadata(name: str, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "build",
-            "--wheel",
-            "--no-isolation",
-            "--outdir",
-            str(tmp_path),
-            str(ENV_ROOT / name),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    (wheel,) = tmp_path.glob("*.whl")
+def test_wheel_carries_data_and_metadata(name: str, wheels: dict[str, Path]) -> None:
+    wheel = wheels[name]
     assert wheel.name.startswith(f"vf_{name.replace('-', '_')}-0.1.0-py3-none-any")
     module = ENVIRONMENTS[name]
     with zipfile.ZipFile(wheel) as zf:
@@ -87,3 +99,69 @@ def test_wheel_builds_with_data_and_metadata(name: str, tmp_path: Path) -> None:
     assert metadata["Keywords"]
     assert any(r.startswith("verifiers") for r in metadata.get_all("Requires-Dist"))
     assert not any("__pycache__" in n for n in names)
+
+
+def test_installed_wheels_load_by_entry_point_and_pass_the_check(
+    wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Installed from their wheels (not the checkout), every environment is found through its
+    entry point, reads its bundled data from the installed package and passes the check."""
+    target = tmp_path / "site"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            *map(str, wheels.values()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(target)!r})
+from importlib import metadata
+import verifiers as vf
+from verifiers.testing.check import check_environment
+
+def main():
+    out = {{}}
+    for name in {PRESENT!r}:
+        eps = [ep for ep in metadata.entry_points(group="verifiers.environments")
+               if ep.name == name and ep.dist is not None
+               and str(ep.dist.locate_file("")).startswith({str(target)!r})]
+        env = vf.load_environment(name, **({{"num_examples": 13}} if name == "logic" else {{}}))
+        report = check_environment(env, num_examples=2)
+        out[name] = {{
+            "entry_point_installed": len(eps) == 1,
+            "module_file": getattr(sys.modules[eps[0].value.split(":")[0]], "__file__", ""),
+            "ok": report.ok,
+            "report": str(report),
+        }}
+    print(json.dumps(out))
+
+if __name__ == "__main__":
+    main()
+"""
+    (tmp_path / "probe.py").write_text(script)
+    run = subprocess.run(
+        [sys.executable, str(tmp_path / "probe.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout.strip().splitlines()[-1])
+    for name, r in results.items():
+        assert r["entry_point_installed"], name
+        assert r["module_file"].startswith(str(target)), (name, r["module_file"])
+        assert r["ok"], r["report"]
