@@ -17,7 +17,10 @@ user_app = typer.Typer(no_args_is_help=True, help="Manage hub users (server side
 app.add_typer(user_app, name="user")
 
 _DATA_DIR = typer.Option(
-    None, "--data-dir", help="Where the SQLite file and blobs live (default $VF_HUB_DATA_DIR)"
+    None,
+    "--data-dir",
+    help="Where the SQLite file and blobs live (default $VF_HUB_DATA_DIR, else "
+    "~/.local/share/verifiers-hub)",
 )
 _DB_URL = typer.Option(
     None,
@@ -47,18 +50,35 @@ def serve(
     port: int = typer.Option(8000, "--port", help="Port (0 picks a free one)"),
     data_dir: Path = _DATA_DIR,
     database_url: str = _DB_URL,
+    workers: int = typer.Option(1, "--workers", min=1, help="Server processes"),
     log_level: str = typer.Option("info", "--log-level"),
 ) -> None:
-    """Run the hub (migrates the database first)."""
+    """Run the hub (migrates the database first). Other settings: VF_HUB_* variables."""
+    import os
+
     import uvicorn
 
-    from hub_server.app import create_app
+    from hub_server.app import create_app, open_service
 
     settings = _settings(data_dir, database_url)
-    app_ = create_app(settings)
     where = settings.database_url or str(settings.data_dir)
     typer.echo(f"vf hub: serving on http://{host}:{port} (data: {where})", err=True)
-    uvicorn.run(app_, host=host, port=port, log_level=log_level)
+    if workers == 1:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+        return
+    open_service(settings).engine.dispose()  # migrate once, before the workers start
+    os.environ["VF_HUB_AUTO_MIGRATE"] = "0"
+    os.environ["VF_HUB_DATA_DIR"] = str(settings.data_dir)
+    if settings.database_url:
+        os.environ["VF_HUB_DATABASE_URL"] = settings.database_url
+    uvicorn.run(
+        "hub_server.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+    )
 
 
 @user_app.command("create")
