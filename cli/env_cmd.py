@@ -80,7 +80,13 @@ def push(
 
 
 def _pick_release(project: ProjectOut, version: str | None) -> ReleaseOut:
-    from packaging.utils import canonicalize_version
+    from packaging.version import InvalidVersion, Version
+
+    def same(a: str, b: str) -> bool:
+        try:
+            return Version(a) == Version(b)
+        except InvalidVersion:
+            return a == b
 
     releases = project.releases or []
     if version is None:
@@ -90,9 +96,8 @@ def _pick_release(project: ProjectOut, version: str | None) -> ReleaseOut:
                 f"pin one explicitly: vf env install {project.owner}/{project.name}@VERSION",
             )
         version = project.latest_version
-    want = canonicalize_version(version, strip_trailing_zero=False)
     for rel in releases:
-        if canonicalize_version(rel.version, strip_trailing_zero=False) == want:
+        if same(rel.version, version):
             return rel
     known = ", ".join(r.version for r in releases) or "none"
     raise CLIError(f"{project.owner}/{project.name} has no version {version} (versions: {known})")

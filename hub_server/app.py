@@ -155,14 +155,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(url, status_code=301)
         return None
 
-    @app.get("/simple/")
+    @app.api_route("/simple/", methods=["GET", "HEAD"])
     def simple_root(request: Request, who: Auth, fmt: Fmt = None) -> Response:
         names = service.index_names(who, None, include_private=False)
         return index_response(
             request, lambda ct: render_root(names, ct), f"r{service.last_serial()}", fmt
         )
 
-    @app.get("/simple/{name}/")
+    @app.api_route("/simple/{name}/", methods=["GET", "HEAD"])
     def simple_project(request: Request, name: str, who: Auth, fmt: Fmt = None) -> Response:
         norm = canonicalize_name(name)
         if redirect := normalised_redirect(request, **{name: norm}):
@@ -172,7 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
         return project_page(request, norm, None, who, scoped=False, fmt=fmt)
 
-    @app.get("/files/{prefix}/{sha256}/{filename}")
+    @app.api_route("/files/{prefix}/{sha256}/{filename}", methods=["GET", "HEAD"])
     def download(prefix: str, sha256: str, filename: str, request: Request, who: Auth) -> Response:
         is_meta = filename.endswith(".metadata")
         wheel_name = filename[: -len(".metadata")] if is_meta else filename
@@ -192,6 +192,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         }
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers=headers)
+        if request.method == "HEAD":
+            return Response(headers=headers, media_type="application/octet-stream")
         try:
             chunks = service.storage.open(f.metadata_key if is_meta else f.blob_key)
         except BlobNotFound:
@@ -356,7 +358,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not service.namespace_exists(owner):
             raise NotFound(f"no namespace {owner!r} on this hub")
 
-    @app.get("/{owner}/simple/")
+    @app.api_route("/{owner}/simple/", methods=["GET", "HEAD"])
     def owner_root(request: Request, owner: str, who: Auth, fmt: Fmt = None) -> Response:
         if redirect := normalised_redirect(request, **{owner: owner.lower()}):
             return redirect
@@ -365,7 +367,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         seed = f"o{service.last_serial()}|{owner}|{who.token_id if who else 0}"
         return index_response(request, lambda ct: render_root(names, ct), seed, fmt)
 
-    @app.get("/{owner}/simple/{name}/")
+    @app.api_route("/{owner}/simple/{name}/", methods=["GET", "HEAD"])
     def owner_project(
         request: Request, owner: str, name: str, who: Auth, fmt: Fmt = None
     ) -> Response:
@@ -375,7 +377,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         owner_or_404(owner)
         return project_page(request, norm, owner, who, scoped=True, fmt=fmt)
 
-    @app.get("/{owner}/{project}/simple/")
+    @app.api_route("/{owner}/{project}/simple/", methods=["GET", "HEAD"])
     def project_root(
         request: Request, owner: str, project: str, who: Auth, fmt: Fmt = None
     ) -> Response:
@@ -392,7 +394,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         seed = f"x{state.serial}|{norm}"
         return index_response(request, lambda ct: render_root([norm], ct), seed, fmt)
 
-    @app.get("/{owner}/{project}/simple/{name}/")
+    @app.api_route("/{owner}/{project}/simple/{name}/", methods=["GET", "HEAD"])
     def project_page_scoped(
         request: Request, owner: str, project: str, name: str, who: Auth, fmt: Fmt = None
     ) -> Response:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO
 
-from packaging.utils import canonicalize_name, canonicalize_version
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from sqlalchemy import ColumnElement, Engine, and_, delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -416,11 +416,7 @@ class HubService:
                     f"{info.filename} was published before and removed; filenames are never "
                     "reused: bump the version and upload again"
                 )
-            release = db.scalar(
-                select(m.Release).where(
-                    m.Release.environment_id == env.id, m.Release.version == info.version
-                )
-            )
+            release = _find_release(db, env.id, info.version)
             if release is None:
                 release = m.Release(
                     environment_id=env.id,
@@ -573,13 +569,7 @@ class HubService:
         return env
 
     def _release(self, db: Session, env: m.Environment, version: str) -> m.Release:
-        try:
-            canon = canonicalize_version(version, strip_trailing_zero=False)
-        except Exception:
-            canon = version
-        rel = db.scalar(
-            select(m.Release).where(m.Release.environment_id == env.id, m.Release.version == canon)
-        )
+        rel = _find_release(db, env.id, version)
         if rel is None:
             raise NotFound(f"{env.namespace.name}/{env.name} has no version {version}")
         return rel
@@ -895,6 +885,18 @@ def _version_key(v: str) -> tuple[int, Version | str]:
         return (1, Version(v))
     except InvalidVersion:
         return (0, v)
+
+
+def _find_release(db: Session, env_id: int, version: str) -> m.Release | None:
+    """The release whose version equals ``version`` under PEP 440 (1.0 == 1.0.0)."""
+    try:
+        want: Version | str = Version(version)
+    except InvalidVersion:
+        want = version
+    for rel in db.scalars(select(m.Release).where(m.Release.environment_id == env_id)).all():
+        if _version_key(rel.version)[1] == want:
+            return rel
+    return None
 
 
 def _is_latest(db: Session, env_id: int, version: str) -> bool:

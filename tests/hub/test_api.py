@@ -135,3 +135,15 @@ def test_journal_records_every_change_with_a_serial(hub: Hub) -> None:
     serials = [e["serial"] for e in entries]
     assert serials == sorted(serials) and serials[0] > since
     assert hub.api("GET", "/journal", token).status_code == 403
+
+
+def test_head_requests_on_index_and_files(hub: Hub) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("head-env")
+    sha = hub.upload(hub.wheel(name), token).json()["sha256"]
+    r = httpx.head(f"{hub.url}/simple/{name}/")
+    assert r.status_code == 200 and r.headers["vary"] == "Accept" and r.content == b""
+    r = httpx.head(
+        f"{hub.url}/files/{sha[:2]}/{sha}/{name.replace('-', '_')}-1.0.0-py3-none-any.whl"
+    )
+    assert r.status_code == 200 and r.headers["etag"] == f'"{sha}"'

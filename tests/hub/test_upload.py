@@ -305,3 +305,12 @@ def test_size_limit_enforced_while_receiving(tmp_path: Path) -> None:
             )
         assert r.status_code == 400 and "md5_digest" in r.json()["message"]
     app.state.engine.dispose()
+
+
+def test_equal_pep440_versions_are_one_release(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("pep440-env")
+    assert hub.upload(hub.wheel(name, "1.0"), token).status_code == 200
+    resp = hub.upload(hub.wheel(name, "1.0.0", module_body="OTHER = 1\n"), token)
+    assert resp.status_code == 409 and "bump the version" in resp.json()["message"]
+    assert hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0").json()["version"] == "1.0"
