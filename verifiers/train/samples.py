@@ -145,12 +145,19 @@ def build_samples(
             if current is not None:
                 if on_mismatch == "drop":
                     counts["dropped_mismatch"] += 1
-                    logger.warning(
-                        "dropping rollout (example %s): turn prompt does not extend the previous "
-                        "tokens",
+                    _warn_once(
+                        "drop",
+                        "dropping rollouts whose turn prompt does not extend the previous tokens "
+                        "(first: example %s); counted as dropped_mismatch",
                         state.get("example_id"),
                     )
                     return SampleBuild([], counts)
+                _warn_once(
+                    "split",
+                    "splitting rollouts whose turn prompt does not extend the previous tokens "
+                    "(first: example %s); counted as split",
+                    state.get("example_id"),
+                )
                 counts["split"] += 1
             current = _Segment()
             segments.append(current)
@@ -184,6 +191,16 @@ def build_samples(
     if len(samples) < len(segments):
         counts["dropped_empty"] += len(segments) - len(samples)
     return SampleBuild(samples, counts)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(kind: str, message: str, *args: Any) -> None:
+    """Log the first event of each kind; later ones are only counted (in ``SampleBuild``)."""
+    if kind not in _warned:
+        _warned.add(kind)
+        logger.warning(message, *args)
 
 
 def _error_text(error: Any) -> str | None:
@@ -234,8 +251,10 @@ def _step_tokens(
             response.completion_logprobs,
         )
     if tokenizer is None:
-        logger.warning(
-            "rollout (example %s) has no server token ids and no tokenizer was given",
+        _warn_once(
+            "no-tokenizer",
+            "dropping rollouts without server token ids: no tokenizer was given (first: "
+            "example %s); counted as dropped_mismatch",
             state.get("example_id"),
         )
         return None
@@ -257,12 +276,15 @@ def _step_tokens(
             )
         )
     except Exception as e:  # a template that cannot render this transcript
-        logger.warning("chat template failed on example %s: %s", state.get("example_id"), e)
+        _warn_once(
+            "template-error", "chat template failed on example %s: %s", state.get("example_id"), e
+        )
         return None
     if not _extends(full_ids, prompt_ids):
-        logger.warning(
-            "chat template is not prefix-stable for example %s (the completion changes the "
-            "prompt's tokens)",
+        _warn_once(
+            "template-unstable",
+            "chat template is not prefix-stable (first: example %s): rendering the completion "
+            "changes the prompt's tokens; counted as dropped_mismatch",
             state.get("example_id"),
         )
         return None

@@ -18,7 +18,9 @@ rewards::
 
 Without a ``client`` the adapter samples from ``trainer.model`` in process
 (:class:`LocalModelClient`); pass a :class:`verifiers.Client` (e.g. ``NativeClient`` on a vLLM
-server that returns token ids) to sample elsewhere. Rollouts run on a private event loop in a
+server) to sample elsewhere, with ``sampling_args={"logprobs": True, "extra_body":
+{"return_token_ids": True}}`` so that the server's token ids and logprobs are used (otherwise
+the transcript is re-tokenized with the trainer's tokenizer and logprobs are unknown). Rollouts run on a private event loop in a
 background thread. TRL takes one token sequence per completion: when a multi-turn transcript
 must be split (its turns are not prefix-consistent), the first part is used and counted in
 :attr:`counts`; errored rollouts train on nothing (reward ``None``).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 from collections import Counter
 from collections.abc import Coroutine, Mapping
@@ -142,7 +145,8 @@ class TRLAdapter:
                 self.counts["trl_kept_first_part"] += 1
             sample = built.samples[0]
             start = sample.mask.index(True)
-            lps = sample.logprobs or [0.0] * len(sample.token_ids)
+            # unknown sampling logprobs are NaN: TRL applies no importance correction there
+            lps = sample.logprobs or [math.nan] * len(sample.token_ids)
             out["prompt_ids"].append(sample.token_ids[:start])
             out["completion_ids"].append(sample.token_ids[start:])
             out["logprobs"].append(lps[start:])
