@@ -87,3 +87,15 @@ async def test_wrong_number_scores_zero() -> None:
     client = ScriptedClient([f"<answer>{answer * 1.01 + 1:.2f}</answer>"])
     result = await vf.evaluate_async(env, client=client, model="m")
     assert result.records[0]["reward"] == 0.0
+
+
+async def test_oracle_issues_independent_lookups_as_parallel_calls() -> None:
+    env = vf.load_environment("tool-use", num_examples=9)
+    row = next(r for r in env.get_rows("eval") if r["info"]["family"] == "order_cost")
+    result = await vf.evaluate_async(env, model="oracle", num_examples=-1, keep_states=True)
+    state = next(s for s in result.states if s["example_id"] == row["example_id"])
+    first = state["completion"][0]
+    assert [c["function"]["name"] for c in first["tool_calls"]] == ["lookup", "lookup"]
+    replies = state["completion"][1:3]
+    assert [m["tool_call_id"] for m in replies] == [c["id"] for c in first["tool_calls"]]
+    assert state["reward"] == 1.0 and state["turn"] == 3

@@ -44,22 +44,34 @@ class ToolUseEnv(vf.ToolEnv):
     """A :class:`verifiers.ToolEnv` whose oracle replays each task's tool plan."""
 
     async def oracle_response(self, state: vf.State) -> vf.Message:
+        """Replay the task's plan; the independent lookups at its start go out as parallel
+        tool calls in one message."""
         plan: list[list[Any]] = state["info"]["plan"]
+        turns = _plan_turns(plan)
         step = sum(1 for m in state["completion"] if m.get("role") == "assistant")
-        if step < len(plan):
-            tool, args = plan[step]
+        if step < len(turns):
             return {
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
                     {
-                        "id": f"call_{step}",
+                        "id": f"call_{step}_{i}",
                         "type": "function",
                         "function": {"name": tool, "arguments": json.dumps(args)},
                     }
+                    for i, (tool, args) in enumerate(turns[step])
                 ],
             }
         return {"role": "assistant", "content": f"<answer>{state['answer']}</answer>"}
+
+
+def _plan_turns(plan: list[list[Any]]) -> list[list[list[Any]]]:
+    """The plan as assistant turns: the leading lookups together, then one call per turn."""
+    lookups = 0
+    while lookups < len(plan) and plan[lookups][0] == "lookup":
+        lookups += 1
+    head = [plan[:lookups]] if lookups else []
+    return head + [[step] for step in plan[lookups:]]
 
 
 def load_environment(
