@@ -12,8 +12,9 @@ from cli._common import CLIError, handle_errors
 
 HELP = (
     "Train a model on an environment with the reference RL loop (async off-policy, masked "
-    "importance sampling). CONFIG.toml has [model], [env], [inference], [rollouts] and [train] "
-    "sections; see `verifiers.train.config`."
+    "importance sampling). CONFIG.toml has the tables model, env, inference, rollouts and "
+    "train; see the verifiers.train.config module. Resumes from the latest checkpoint in "
+    "train.output_dir unless --no-resume."
 )
 
 
