@@ -64,7 +64,10 @@ def private_postgres_cluster() -> Iterator[str]:
     enter pytest's private temp dirs.)"""
     initdbs = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not initdbs:
-        raise RuntimeError("no PostgreSQL reachable on 127.0.0.1:5432 and no initdb installed")
+        raise RuntimeError(
+            "no PostgreSQL reachable on 127.0.0.1:5432 and no initdb installed: install the "
+            "Debian 'postgresql' package, or run only the SQLite half with -k 'not postgres'"
+        )
     bindir = Path(initdbs[-1]).parent
     workdir = Path(tempfile.mkdtemp(prefix="vf-pg-"))
     data = workdir / "pgdata"
