@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.conftest import marker, needs_bwrap, pids_with
+from tests.sandbox.conftest import marker, needs_bwrap, pids_with, wait_for_pids
 from verifiers.clients.native import NativeClient
 from verifiers.envs.code_test_env import CodeTestEnv
 from verifiers.envs.python_env import PythonEnv
@@ -326,7 +326,7 @@ def test_sigkill_during_200_rollouts_leaves_nothing_behind() -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline() == b"halfway\n"
-        assert len(pids_with(tag)) >= 100
+        assert len(wait_for_pids(tag, 100)) >= 100
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()

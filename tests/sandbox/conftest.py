@@ -45,3 +45,14 @@ def pids_with(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def wait_for_pids(text: str, count: int, deadline_s: float = 10.0) -> list[int]:
+    """Poll (bounded) until at least ``count`` processes carry ``text``: a detached or spawned
+    process execs asynchronously after the call that started it returned."""
+    import time
+
+    end = time.monotonic() + deadline_s
+    while len(found := pids_with(text)) < count and time.monotonic() < end:
+        time.sleep(0.01)
+    return found

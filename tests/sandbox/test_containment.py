@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import marker, needs_bwrap, pids_with, vf_exec
+from tests.sandbox.conftest import marker, needs_bwrap, pids_with, vf_exec, wait_for_pids
 from verifiers.sandbox import SandboxLimits, create_sandbox
 
 pytestmark = needs_bwrap
@@ -205,7 +205,7 @@ async def test_setsid_child_is_gone_when_the_sandbox_stops_api() -> None:
     async with create_sandbox("bwrap") as sb:
         r = await sb.exec(f"setsid -f sleep {tag} > /dev/null 2>&1; echo detached")
         assert r.stdout == "detached\n"
-        assert len(pids_with(tag)) == 1  # it outlived its exec ...
+        assert len(wait_for_pids(tag, 1)) == 1  # it outlived its exec ...
     assert pids_with(tag) == []  # ... but not the sandbox
 
 
@@ -226,7 +226,7 @@ def test_sandbox_uid_is_not_root_on_the_host() -> None:
     async def go() -> int:
         async with create_sandbox("bwrap") as sb:
             await sb.exec(f"setsid -f sleep {tag}")
-            pid = pids_with(tag)[0]
+            pid = wait_for_pids(tag, 1)[0]
             return os.stat(f"/proc/{pid}").st_uid
 
     uid = asyncio.run(go())

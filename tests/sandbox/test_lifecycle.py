@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import marker, needs_bwrap, pids_with
+from tests.sandbox.conftest import marker, needs_bwrap, pids_with, wait_for_pids
 from verifiers.errors import ConfigError, SandboxError
 from verifiers.sandbox import SandboxLimits, SandboxPool, _cgroup, create_sandbox
 
@@ -54,7 +54,7 @@ def test_sigkill_of_the_parent_kills_every_sandbox() -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline() == b"ready\n"
-        assert len(pids_with(tag)) == 6  # 3 detached + 3 spawned
+        assert len(wait_for_pids(tag, 6)) == 6  # 3 detached + 3 spawned
         child.send_signal(signal.SIGKILL)
         child.wait()
     finally:
@@ -195,3 +195,15 @@ async def test_works_when_the_host_holds_many_descriptors() -> None:
     finally:
         for fd in held:
             os.close(fd)
+
+
+async def test_subprocess_backend_kills_detached_children_at_stop() -> None:
+    tag = marker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sb = create_sandbox("subprocess")
+    async with sb:
+        r = await sb.exec(f"setsid -f sleep {tag}; sleep {tag} & echo started")
+        assert r.stdout == "started\n"
+        assert len(wait_for_pids(tag, 2)) == 2  # background processes outlive their exec
+    assert pids_with(tag) == []  # the agent adopted and killed them

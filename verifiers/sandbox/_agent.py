@@ -112,6 +112,38 @@ def _kill(pid: int) -> None:
             pass
 
 
+def _become_subreaper() -> bool:
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    try:
+        result: int = ctypes.CDLL(None).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return result == 0
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (Linux ``/proc/PID/task/*/children``), parents first."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
 def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
     """One packet and the file descriptors that came with it."""
     data, ancillary, _flags, _addr = sock.recvmsg(1 << 20, _socket.CMSG_SPACE(64 * 4))
@@ -126,6 +158,9 @@ def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
 def main() -> None:
     sock = _socket.socket(fileno=int(sys.argv[-2]))
     config = marshal.loads(bytes.fromhex(sys.argv[-1]))
+    # without a pid namespace (the subprocess backend), adopt the orphans of commands (children
+    # that detach with setsid) so that they can be found and killed at shutdown
+    subreaper = bool(config.get("subreaper")) and _become_subreaper()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -144,27 +179,26 @@ def main() -> None:
     def shutdown() -> None:
         for job in jobs.values():
             _kill(job.pid)
+        if subreaper:
+            for pid in _descendants(os.getpid()):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         os._exit(0)
 
     def reap() -> None:
-        while jobs:
+        # background processes a command left behind keep running until the sandbox stops
+        while True:
             try:
-                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
-            if info is None:
+            if pid == 0:
                 return
-            pid = info.si_pid
-            # the session may hold more processes (a pipeline, background jobs): end them
-            # while the leader is a zombie, so that its pid (the group id) cannot be reused
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            _, status, usage = os.wait4(pid, 0)
             job = jobs.pop(pid, None)
             if job is None:
-                continue
+                continue  # an orphan adopted as subreaper
             by_id.pop(job.id, None)
             send(
                 "exit",

@@ -131,22 +131,29 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _try_remove(group: Path) -> bool:
+    """Kill what is left in ``group`` and remove it; False while processes are still leaving."""
+    try:
+        pids = (group / "cgroup.procs").read_text().split()
+    except OSError:
+        pids = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(int(pid), signal.SIGKILL)
+    try:
+        group.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def _remove(group: Path) -> None:
-    for _ in range(100):
-        try:
-            pids = (group / "cgroup.procs").read_text().split()
-        except OSError:
-            pids = []
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(int(pid), signal.SIGKILL)
-        try:
-            group.rmdir()
+    for _ in range(1000):
+        if _try_remove(group):
             return
-        except FileNotFoundError:
-            return
-        except OSError:
-            os.sched_yield()
+        os.sched_yield()
 
 
 class SandboxCgroup:
@@ -200,3 +207,16 @@ class SandboxCgroup:
         for group in self.groups.values():
             _remove(group)
         self.groups.clear()
+
+    async def remove_async(self, limit_s: float = 10.0) -> None:
+        """Remove the groups, waiting (without blocking the loop) for exiting processes to
+        leave them."""
+        import asyncio
+        import time
+
+        end = time.monotonic() + limit_s
+        for name, group in list(self.groups.items()):
+            # cgroup v1 has no event for "empty": poll, bounded
+            while not _try_remove(group) and time.monotonic() < end:  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+            del self.groups[name]

@@ -164,4 +164,4 @@ class BwrapSandbox(AgentSandbox):
 
     async def _cleanup(self) -> None:
         if self._cgroup is not None:
-            self._cgroup.remove()
+            await self._cgroup.remove_async()

@@ -71,7 +71,7 @@ class SubprocessSandbox(AgentSandbox):
         return base_env(env, home=self._workdir()) | {"TMPDIR": self._workdir()}
 
     def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
-        return agent_argv(sys.executable, agent_fd, config)
+        return agent_argv(sys.executable, agent_fd, {**config, "subreaper": True})
 
     async def _cleanup(self) -> None:
         if self._dir is not None:
