@@ -1,8 +1,10 @@
 """``vf env validate ENV [-a ARGS_JSON] [-n N]``: model-free conformance checks.
 
-Registered on the ``vf env`` app as ``app.command("validate")(validate_command)``. Runs
-:func:`verifiers.testing.check_environment`, prints one table row per check and exits 1 when a
-check failed (2 for bad arguments or an environment that is not installed).
+Registered on the ``vf env`` app as ``app.command("validate")(validate_command)``. ``ENV`` is
+an installed environment id, or the directory of an environment package (its
+``pyproject.toml`` names the entry point), so authors can check a package before installing it.
+Runs :func:`verifiers.testing.check_environment`, prints one table row per check and exits 1
+when a check failed (2 for bad arguments or an environment that cannot be found).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import typer
 from cli._common import CLIError, handle_errors
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from verifiers.envs.environment import Environment
     from verifiers.testing.check import CheckReport
 
 HELP = (
@@ -28,7 +33,9 @@ _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 @handle_errors
 def validate_command(
-    env: str = typer.Argument(..., help="Environment id: NAME or OWNER/NAME[@VERSION]"),
+    env: str = typer.Argument(
+        ..., help="Environment id (NAME or OWNER/NAME[@VERSION]) or a package directory"
+    ),
     env_args: str = typer.Option(
         None, "--env-args", "-a", help="""Arguments for load_environment, as JSON: '{"k": 1}'"""
     ),
@@ -44,13 +51,19 @@ def validate_command(
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed per check"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Validate an installed environment (exit code 1 when a check fails)."""
+    """Validate an environment: an installed id or a package directory (exit 1 on failure)."""
+    from pathlib import Path
+
     from cli.eval_cmd import _json_arg
     from verifiers.testing.check import check_environment
 
     args = _json_arg(env_args, "-a/--env-args")
+    target: str | Environment = env
+    if Path(env).is_dir():
+        target = _load_from_directory(Path(env), args)
+        args = {}
     report = check_environment(
-        env,
+        target,
         env_args=args,
         num_examples=num_examples,
         min_gold_reward=min_gold_reward,
@@ -68,6 +81,53 @@ def validate_command(
         failed = ", ".join(r.name for r in report.failures)
         print(f"{report.env_id}: {len(report.failures)} check(s) failed: {failed}", file=sys.stderr)
         raise SystemExit(1)
+
+
+def _load_from_directory(path: Path, env_args: dict[str, object]) -> Environment:
+    """Build the environment of the package in ``path`` (not installed) from the entry point
+    its ``pyproject.toml`` declares."""
+    import importlib
+    import tomllib
+
+    from verifiers.envs.environment import Environment
+    from verifiers.loading import ENTRY_POINT_GROUP, _check_args
+
+    pyproject = path / "pyproject.toml"
+    if not pyproject.is_file():
+        raise CLIError(
+            f"{path} has no pyproject.toml", hint="scaffold one with `vf env init`", exit_code=2
+        )
+    try:
+        meta = tomllib.loads(pyproject.read_text("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise CLIError(f"{pyproject} is not valid TOML: {e}", exit_code=2) from None
+    entry_points = meta.get("project", {}).get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+    if len(entry_points) != 1:
+        raise CLIError(
+            f"{pyproject} must declare exactly one entry point in "
+            f'[project.entry-points."{ENTRY_POINT_GROUP}"], found {len(entry_points)}',
+            hint='e.g. wordle = "vf_wordle:load_environment"',
+            exit_code=2,
+        )
+    ((name, value),) = entry_points.items()
+    module_name, _, attr = str(value).partition(":")
+    sys.path.insert(0, str(path.resolve()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise CLIError(f"cannot import {module_name!r} from {path}: {e}", exit_code=2) from None
+    loader = getattr(module, attr or "load_environment", None)
+    if not callable(loader):
+        raise CLIError(f"{module_name} has no callable {attr or 'load_environment'!r}", exit_code=2)
+    _check_args(name, loader, dict(env_args))
+    env = loader(**env_args)
+    if not isinstance(env, Environment):
+        raise CLIError(
+            f"{value} returned {type(env).__name__}, not a verifiers Environment", exit_code=2
+        )
+    env.env_id = name
+    env.env_args = dict(env_args)
+    return env
 
 
 def _print_table(report: CheckReport) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -207,3 +208,33 @@ async def test_leaked_sandboxes_fail_cleanup() -> None:
     report = await check_environment_async(healthy, num_examples=2)
     await healthy.close()
     assert report["cleanup"].status == "pass"
+
+
+def test_validate_command_checks_a_package_directory_before_install(tmp_path: Path) -> None:
+    pkg = tmp_path / "echo-env"
+    (pkg / "vf_echo_env_xyz").mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text(
+        '[project]\nname = "vf-echo-env-xyz"\nversion = "0.0.1"\n'
+        '[project.entry-points."verifiers.environments"]\n'
+        'echo-env-xyz = "vf_echo_env_xyz:load_environment"\n'
+    )
+    (pkg / "vf_echo_env_xyz" / "__init__.py").write_text(
+        "import verifiers as vf\n\n"
+        "def load_environment(n: int = 2):\n"
+        "    rows = [{'question': f'Say {i}', 'answer': str(i)} for i in range(n)]\n"
+        "    def exact(completion, answer, parser):\n"
+        "        return 1.0 if parser.parse_answer(completion) == answer else 0.0\n"
+        "    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))\n"
+    )
+    runner = CliRunner()
+    ok = runner.invoke(_app(), ["validate", str(pkg), "-a", '{"n": 3}'])
+    assert ok.exit_code == 0, ok.output
+    assert "echo-env-xyz: ok" in ok.output
+    assert "3 rows" in ok.output
+
+    typo = runner.invoke(_app(), ["validate", str(pkg), "-a", '{"m": 3}'])
+    assert typo.exit_code == 2 and "does not take argument(s) 'm'" in typo.output
+
+    (pkg / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    missing = runner.invoke(_app(), ["validate", str(pkg)])
+    assert missing.exit_code == 2 and "exactly one entry point" in missing.output
