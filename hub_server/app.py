@@ -83,10 +83,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # ------------------------------------------------------------------ health and metrics
 
     @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        return {"status": "ok"}
+    def healthz() -> JSONResponse:
+        try:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as e:
+            log.error("health check: database unavailable: %s", e)
+            return JSONResponse({"status": "unavailable", "database": str(e)[:200]}, 503)
+        return JSONResponse({"status": "ok"})
 
     @app.get("/metrics", include_in_schema=False)
     def metrics_view() -> PlainTextResponse:

@@ -47,3 +47,10 @@ class NotFound(HubError):
 class Conflict(HubError):
     status = 409
     code = "conflict"
+
+
+class Unavailable(HubError):
+    """A backing service (database, blob storage) failed; retrying later may work."""
+
+    status = 503
+    code = "unavailable"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,11 +20,20 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from hub_server import models as m
 from hub_server.auth import Principal, hash_token, new_token_secret
-from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
+from hub_server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+)
 from hub_server.settings import Settings
 from hub_server.storage import Storage, blob_key
 from hub_server.wheels import WheelInfo, inspect_wheel
 from verifiers.hub import schemas as s
+
+log = logging.getLogger("hub_server")
 
 RESERVED = frozenset(
     {"simple", "files", "api", "legacy", "healthz", "metrics", "docs", "redoc", "static", "admin"}
@@ -330,10 +340,16 @@ class HubService:
             (blob_key(sha256), fileobj),
             (blob_key(metadata_sha), io.BytesIO(info.metadata_bytes)),
         ):
-            if not self.storage.exists(key):
-                data.seek(0)
-                self.storage.put(key, data)
-                created_blobs.append(key)
+            try:
+                if not self.storage.exists(key):
+                    data.seek(0)
+                    self.storage.put(key, data)
+                    created_blobs.append(key)
+            except Exception as e:
+                log.exception("blob storage failed")
+                raise Unavailable(
+                    f"blob storage failed ({type(e).__name__}); nothing was published, try again"
+                ) from None
         try:
             for attempt in range(3):
                 try:

@@ -314,3 +314,32 @@ def test_equal_pep440_versions_are_one_release(hub: Hub) -> None:
     resp = hub.upload(hub.wheel(name, "1.0.0", module_body="OTHER = 1\n"), token)
     assert resp.status_code == 409 and "bump the version" in resp.json()["message"]
     assert hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0").json()["version"] == "1.0"
+
+
+def test_storage_failure_is_a_503_and_publishes_nothing(tmp_path: Path) -> None:
+    from hub_server.app import create_app
+    from hub_server.settings import Settings
+    from hub_server.storage import LocalStorage
+
+    from .live import live_server
+    from .wheelfactory import make_wheel
+
+    class FullDisk(LocalStorage):
+        def put(self, key: str, data: object) -> None:
+            raise OSError(28, "No space left on device")
+
+    app = create_app(Settings(data_dir=tmp_path / "data"))
+    app.state.service.storage = FullDisk(tmp_path / "data" / "blobs")
+    _, token = app.state.service.create_user("diskfull")
+    wheel = make_wheel(tmp_path, "full-env", "1.0")
+    with live_server(app) as url:
+        with wheel.open("rb") as f:
+            r = httpx.post(
+                f"{url}/legacy/",
+                files={"content": (wheel.name, f)},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+        assert r.status_code == 503 and "nothing was published" in r.json()["message"]
+        assert httpx.get(f"{url}/simple/full-env/").status_code == 404
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+    app.state.engine.dispose()
