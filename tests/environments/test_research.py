@@ -23,19 +23,30 @@ def test_stdlib_corpus_and_search(corpus: Corpus) -> None:
     assert corpus.search("zzzqqq") == []
 
 
-def test_questions_are_answerable_from_their_document(corpus: Corpus) -> None:
-    questions = generate_questions(corpus, 60, seed=1)
-    assert questions == generate_questions(corpus, 60, seed=1)
-    assert {q["kind"] for q in questions} == {"which_module", "identify", "default"}
+def test_questions_are_answerable_from_their_documents(corpus: Corpus) -> None:
+    questions = generate_questions(corpus, 80, seed=1)
+    assert questions == generate_questions(corpus, 80, seed=1)
+    assert {q["kind"] for q in questions} == {"which_module", "identify", "default", "compare"}
     for q in questions:
-        doc = corpus.get(q["doc_id"])
+        docs = [corpus.get(i) for i in q["doc_ids"]]
+        assert all(d is not None for d in docs)
+        assert [a["doc_id"] for t, a in q["plan"] if t == "open"] == q["doc_ids"]
+        (doc, *others) = docs
         assert doc is not None
         if q["kind"] == "default":
             assert normalize(q["answer"]) and q["answer"] in doc.text.split("\n", 1)[0]
         elif q["kind"] == "identify":
             assert q["answer"] == doc.id
-        else:
+        elif q["kind"] == "which_module":
             assert doc.id.startswith(q["answer"] + ".")
+        else:
+            (other,) = others
+            assert other is not None and doc.n_params != other.n_params
+            bigger = doc if (doc.n_params or 0) > (other.n_params or 0) else other
+            assert q["answer"] == bigger.id
+            # the parameters are countable from the signature line of each document
+            sig = bigger.text.split("\n", 1)[0]
+            assert sig.startswith(bigger.id + "(")
 
 
 def test_open_pages_long_documents() -> None:

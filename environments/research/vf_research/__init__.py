@@ -125,14 +125,9 @@ class ResearchEnv(vf.ToolEnv):
         )
 
     async def oracle_response(self, state: vf.State) -> vf.Message:
-        """Search with the question's key phrase, open the source document, finish."""
-        info = state["info"]
+        """Replay the question's plan (search, open the source documents), then finish."""
+        plan = [*state["info"]["plan"], ["finish", {"answer": state["answer"]}]]
         step = sum(1 for m in state["completion"] if m.get("role") == "assistant")
-        plan = [
-            ("search", {"query": info["query"]}),
-            ("open", {"doc_id": info["doc_id"]}),
-            ("finish", {"answer": state["answer"]}),
-        ]
         name, args = plan[min(step, len(plan) - 1)]
         return {
             "role": "assistant",
@@ -212,12 +207,22 @@ def load_environment(
                 raise vf.ConfigError(f"research: no such file {p!r}")
         corpus = load_corpus_file(corpus_path)
         questions = []
-        for line in Path(questions_path).read_text("utf-8").splitlines():
-            if line.strip():
-                q = json.loads(line)
-                q.setdefault("query", q["question"])
-                q.setdefault("kind", "custom")
-                questions.append(q)
+        for n, line in enumerate(Path(questions_path).read_text("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            q = json.loads(line)
+            missing = {"question", "answer", "doc_id"} - set(q)
+            if missing:
+                raise vf.ConfigError(
+                    f"research: {questions_path}:{n} lacks {', '.join(sorted(missing))}"
+                )
+            q["doc_ids"] = [q["doc_id"]]
+            q["plan"] = [
+                ["search", {"query": q.get("query", q["question"])}],
+                ["open", {"doc_id": q["doc_id"]}],
+            ]
+            q.setdefault("kind", "custom")
+            questions.append(q)
         questions = questions[:num_examples]
     else:
         corpus = build_stdlib_corpus()
@@ -227,7 +232,8 @@ def load_environment(
             "question": q["question"],
             "answer": str(q["answer"]),
             "task": f"research-{q['kind']}",
-            "info": {"doc_id": q["doc_id"], "query": q["query"], "kind": q["kind"]},
+            # JSON text: plans mix argument types that Arrow cannot hold in one column
+            "info": json.dumps({"doc_ids": q["doc_ids"], "plan": q["plan"], "kind": q["kind"]}),
         }
         for q in questions
     ]

@@ -108,6 +108,7 @@ class Document:
     text: str
     kind: str = "text"  # "module", "function", "class" or "text"
     params: tuple[tuple[str, str], ...] = ()  # (name, repr(default)) of simple defaults
+    n_params: int | None = None  # parameters in the signature, when it is known
 
 
 def _tokens(text: str) -> list[str]:
@@ -205,6 +206,7 @@ def _document(module: str, name: str, obj: Any) -> Document | None:
         text=f"{header}\n\n{doc}",
         kind=kind,
         params=tuple(params),
+        n_params=len(sig.parameters) if sig is not None else None,
     )
 
 
@@ -269,12 +271,17 @@ def _first_sentence(doc: Document) -> str | None:
 
 
 def generate_questions(corpus: Corpus, n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` questions answerable from ``corpus``, mixing three kinds:
+    """``n`` questions answerable from ``corpus``, mixing four kinds:
 
     - ``which_module``: which module defines a uniquely named function or class;
     - ``identify``: the dotted name of the function or class whose documentation opens with a
       given (unique) sentence;
-    - ``default``: the default value of a parameter of a function found by its description.
+    - ``default``: the default value of a parameter of a function found by its description;
+    - ``compare``: which of two functions, each found by its description, takes more
+      parameters (two searches, two documents).
+
+    Each question carries ``doc_ids`` (the documents that answer it) and ``plan``, the tool
+    calls that find the answer (``[[tool, arguments], ...]``, before ``finish``).
     """
     entries = [d for d in corpus.documents if d.kind in ("function", "class")]
     short_names = Counter(d.id.rsplit(".", 1)[-1] for d in entries)
@@ -283,10 +290,12 @@ def generate_questions(corpus: Corpus, n: int, seed: int = 0) -> list[dict[str, 
     unique_name = [d for d in entries if short_names[d.id.rsplit(".", 1)[-1]] == 1]
     described = [d for d in entries if sentences[d.id] and sentence_counts[sentences[d.id]] == 1]
     with_default = [d for d in described if d.params and d.kind == "function"]
+    countable = [d for d in described if d.kind == "function" and d.n_params is not None]
     pools: list[tuple[str, list[Document]]] = [
         ("which_module", unique_name),
         ("identify", described),
         ("default", with_default),
+        ("compare", countable if len({d.n_params for d in countable}) > 1 else []),
     ]
     pools = [(k, p) for k, p in pools if p]
     if not pools:
@@ -304,28 +313,43 @@ def generate_questions(corpus: Corpus, n: int, seed: int = 0) -> list[dict[str, 
             continue
         used.add((kind, d.id))
         module, short = d.id.rsplit(".", 1)
+        doc_ids = [d.id]
         if kind == "which_module":
             question = (
                 f"Which Python standard-library module defines a {d.kind} named `{short}`? "
                 f"Answer with the module's dotted name only."
             )
-            answer, query = module, short
+            answer, queries = module, [short]
         elif kind == "identify":
             question = (
                 f"Which Python standard-library {d.kind} is documented with this opening "
                 f'sentence: "{sentences[d.id]}"? Answer with its full dotted name '
                 f"(module.name)."
             )
-            answer, query = d.id, str(sentences[d.id])
-        else:
+            answer, queries = d.id, [str(sentences[d.id])]
+        elif kind == "default":
             pname, default = r.choice(d.params)
             question = (
                 f"A Python standard-library function is documented with this opening sentence: "
                 f'"{sentences[d.id]}". What is the default value of its `{pname}` parameter? '
                 f"Answer with the Python literal."
             )
-            answer, query = default, str(sentences[d.id])
+            answer, queries = default, [str(sentences[d.id])]
+        else:
+            other = r.choice([e for e in pool if e.n_params != d.n_params])
+            doc_ids = [d.id, other.id]
+            assert d.n_params is not None and other.n_params is not None
+            answer = d.id if d.n_params > other.n_params else other.id
+            queries = [str(sentences[d.id]), str(sentences[other.id])]
+            question = (
+                "Two Python standard-library functions are documented with these opening "
+                f'sentences: (1) "{queries[0]}" and (2) "{queries[1]}". Which of the two takes '
+                "more parameters (count every parameter in its signature)? Answer with its full "
+                "dotted name (module.name)."
+            )
+        plan: list[list[Any]] = [["search", {"query": q}] for q in queries]
+        plan += [["open", {"doc_id": i}] for i in doc_ids]
         out.append(
-            {"question": question, "answer": answer, "kind": kind, "doc_id": d.id, "query": query}
+            {"question": question, "answer": answer, "kind": kind, "doc_ids": doc_ids, "plan": plan}
         )
     return out
