@@ -3,6 +3,7 @@ tokens, whether the token ids come from the server or from re-tokenizing the tra
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -117,3 +118,37 @@ async def test_mask_covers_exactly_the_model_tokens(
             assert {lp for lp, m in zip(sample.logprobs, sample.mask, strict=True) if m} == {-0.25}
         else:
             assert sample.logprobs is None and out.counts["retokenized"] == 2
+
+
+async def test_trl_rollout_func_masks_tool_tokens_with_env_mask(char_tokenizer: Any) -> None:
+    from types import SimpleNamespace
+
+    from verifiers.train.trl_adapter import TRLAdapter
+
+    tok = char_tokenizer
+    env = vf.ToolEnv(
+        tools=[add], dataset=[{"question": "what is 1 + 2?", "answer": "3"}], max_turns=4
+    )
+    adapter = TRLAdapter(env, client=TemplateServer(tok, return_tokens=True))
+    prompts = [row["prompt"] for row in adapter.train_dataset()] * 3  # one group of 3
+    trainer = SimpleNamespace(
+        processing_class=tok, args=SimpleNamespace(max_completion_length=16, temperature=1.0)
+    )
+    out = await asyncio.to_thread(adapter.rollout_func, prompts, trainer)
+    adapter.close()
+    assert set(out) == {"prompt_ids", "completion_ids", "logprobs", "env_mask", "vf_reward"}
+    assert len(out["completion_ids"]) == 3
+    for p_ids, c_ids, lps, env_mask in zip(
+        out["prompt_ids"], out["completion_ids"], out["logprobs"], out["env_mask"], strict=True
+    ):
+        assert tok.decode(p_ids) == tok.apply_chat_template(
+            prompts[0], add_generation_prompt=True, tokenize=False
+        )
+        assert len(c_ids) == len(lps) == len(env_mask)
+        model_text = tok.decode([t for t, m in zip(c_ids, env_mask, strict=True) if m])
+        env_text = tok.decode([t for t, m in zip(c_ids, env_mask, strict=True) if not m])
+        assert model_text.endswith("</tool_call><|end|>it is 3<|end|>")
+        assert env_text == "<|tool|>3<|end|><|assistant|>"
+        assert {lp for lp, m in zip(lps, env_mask, strict=True) if m} == {-0.25}
+    with pytest.raises(vf.ConfigError, match="train_dataset"):
+        adapter.rollout_func([[{"role": "user", "content": "unknown"}]], trainer)

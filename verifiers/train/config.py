@@ -15,7 +15,7 @@ Example::
     # base_urls = ["http://127.0.0.1:8000/v1"]   # server: one or more endpoints
 
     [rollouts]
-    rollouts_per_example = 8
+    rollouts_per_example = 16
     groups_per_batch = 8
     max_in_flight = 16
     max_off_policy_steps = 8
@@ -94,7 +94,7 @@ class DifficultySection(_Section):
 
 
 class RolloutsSection(_Section):
-    rollouts_per_example: int = Field(8, ge=1)
+    rollouts_per_example: int = Field(16, ge=1)
     groups_per_batch: int = Field(8, ge=1)
     max_in_flight: int | None = None
     max_off_policy_steps: int = Field(8, ge=0)

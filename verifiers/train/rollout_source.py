@@ -106,7 +106,7 @@ class RolloutSourceConfig:
     groups in a row without any usable rollout raise :class:`verifiers.InfraError`."""
 
     model: str = "policy"
-    rollouts_per_example: int = 8
+    rollouts_per_example: int = 16
     groups_per_batch: int = 8
     max_in_flight: int = 16
     max_off_policy_steps: int = 8
