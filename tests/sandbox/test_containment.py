@@ -231,3 +231,18 @@ def test_sandbox_uid_is_not_root_on_the_host() -> None:
 
     uid = asyncio.run(go())
     assert uid != 0 or os.geteuid() != 0
+
+
+async def test_commands_during_a_fork_bomb_fail_without_killing_the_sandbox() -> None:
+    limits = SandboxLimits(processes=32, timeout=30)
+    async with create_sandbox("bwrap", limits=limits) as sb:
+        # background processes take every process slot for a while
+        held = await sb.exec("for i in $(seq 40); do sleep 2 & done")
+        assert "fork" in held.stderr.lower()
+        blocked = await sb.exec("sleep 0.1; echo hi")
+        assert blocked.exit_code != 0 and "fork" in blocked.stderr.lower()
+        for _ in range(1000):  # bounded: the holders exit after 2 s
+            again = await sb.exec("sleep 0.1; echo alive")
+            if again.exit_code == 0:
+                break
+        assert again.stdout == "alive\n"  # the sandbox itself survived

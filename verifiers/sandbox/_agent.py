@@ -214,7 +214,20 @@ def main() -> None:
         op = msg.get("op")
         if op == "run":
             start = time.monotonic()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError as e:  # the process limit is full (a fork bomb): the command fails
+                try:
+                    os.write(
+                        fds[-1],
+                        f"sandbox: cannot start the command (fork failed: {e.strerror})\n".encode(),
+                    )
+                except OSError:
+                    pass
+                for fd in fds:
+                    os.close(fd)
+                send("exit", msg["id"], 126, 0, 0.0, 0.0, 0)
+                return
             if pid == 0:
                 _child(msg, fds, config)
             for fd in fds:
