@@ -24,7 +24,9 @@ class _Marker:
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.__name__ = kind
-        self.__doc__ = f"Mark a method as a ``{kind}`` hook (optionally ``priority=N``; higher first)."
+        self.__doc__ = (
+            f"Mark a method as a ``{kind}`` hook (optionally ``priority=N``; higher first)."
+        )
 
     @overload
     def __call__(self, func: F, *, priority: int = 0, stage: str = "rollout") -> F: ...
