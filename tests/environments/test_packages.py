@@ -101,11 +101,12 @@ def test_wheel_carries_data_and_metadata(name: str, wheels: dict[str, Path]) -> 
     assert not any("__pycache__" in n for n in names)
 
 
-def test_installed_wheels_load_by_entry_point_and_pass_the_check(
+def test_installed_wheels_load_by_entry_point_with_their_data(
     wheels: dict[str, Path], tmp_path: Path
 ) -> None:
     """Installed from their wheels (not the checkout), every environment is found through its
-    entry point, reads its bundled data from the installed package and passes the check."""
+    entry point and builds its dataset from the data in the installed package (the rollout
+    checks themselves run in test_conformance)."""
     target = tmp_path / "site"
     proc = subprocess.run(
         [
@@ -130,7 +131,6 @@ import json, sys
 sys.path.insert(0, {str(target)!r})
 from importlib import metadata
 import verifiers as vf
-from verifiers.testing.check import check_environment
 
 def main():
     out = {{}}
@@ -139,12 +139,12 @@ def main():
                if ep.name == name and ep.dist is not None
                and str(ep.dist.locate_file("")).startswith({str(target)!r})]
         env = vf.load_environment(name, **({{"num_examples": 13}} if name == "logic" else {{}}))
-        report = check_environment(env, num_examples=2)
+        rows = env.get_rows("eval")
         out[name] = {{
             "entry_point_installed": len(eps) == 1,
             "module_file": getattr(sys.modules[eps[0].value.split(":")[0]], "__file__", ""),
-            "ok": report.ok,
-            "report": str(report),
+            "rows": len(rows),
+            "gold": bool(rows[0]["answer"] or rows[0]["info"]),
         }}
     print(json.dumps(out))
 
@@ -164,4 +164,4 @@ if __name__ == "__main__":
     for name, r in results.items():
         assert r["entry_point_installed"], name
         assert r["module_file"].startswith(str(target)), (name, r["module_file"])
-        assert r["ok"], r["report"]
+        assert r["rows"] > 0 and r["gold"], (name, r)
