@@ -62,14 +62,20 @@ def validate_command(
     if Path(env).is_dir():
         target = _load_from_directory(Path(env), args)
         args = {}
-    report = check_environment(
-        target,
-        env_args=args,
-        num_examples=num_examples,
-        min_gold_reward=min_gold_reward,
-        max_no_op_reward=max_no_op_reward,
-        timeout_s=timeout,
-    )
+    try:
+        report = check_environment(
+            target,
+            env_args=args,
+            num_examples=num_examples,
+            min_gold_reward=min_gold_reward,
+            max_no_op_reward=max_no_op_reward,
+            timeout_s=timeout,
+        )
+    finally:
+        if not isinstance(target, str):  # built here: run its teardown handlers
+            import asyncio
+
+            asyncio.run(target.close())
     load = report["load"]
     if load.error_type in ("EnvironmentNotFoundError", "ConfigError"):
         raise CLIError(load.message, exit_code=2)
