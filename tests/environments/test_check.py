@@ -174,7 +174,7 @@ def test_validate_command_prints_a_table_and_sets_the_exit_code() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["validate", "wordel"], "Did you mean: wordle"),
+        (["validate", "wordel"], "'wordel' is not installed"),
         (["validate", "wordle", "-a", '{"max_guesss": 3}'], "did you mean 'max_guesses'"),
         (["validate", "wordle", "-a", "{bad"], "not valid JSON"),
     ],
