@@ -149,7 +149,7 @@ class FakeEnv:
                 prompt=prompt,
                 completion=[r.message],
                 example_id=input["example_id"],
-                task="fake",
+                task=input.get("task", "fake"),
                 error=None,
                 reward=1.0 if r.content == input["answer"] else 0.0,
                 metrics={},

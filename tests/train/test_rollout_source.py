@@ -262,3 +262,29 @@ async def test_on_policy_mode_generates_nothing_between_batches() -> None:
         assert all(s.policy_version == step for s in batch.samples)
     assert len(env.launches) == 6
     await src.close()
+
+
+async def test_mean_reward_is_reported_per_task_when_there_are_several() -> None:
+    clock = FakeClock()
+    log: list[tuple[str, str]] = []
+    data = rows(4)
+    for i, row in enumerate(data):
+        row["task"] = "even" if i % 2 == 0 else "odd"
+    # "even" prompts are always answered right, "odd" ones half of the time
+    seen: Counter[str] = Counter()
+
+    def answer(text: str, _: int) -> str:
+        seen[text] += 1
+        return "A" if int(text[1:]) % 2 == 0 or seen[text] % 2 else "B"
+
+    ep = FakeEndpoint("a", clock, 1.0, answer, log)
+    cfg = RolloutSourceConfig(
+        rollouts_per_example=2, groups_per_batch=4, max_in_flight=4, filter_zero_variance=False
+    )
+    src = RolloutSource(FakeEnv(data), [ep], cfg, clock=clock)
+    batch = await clock.run(src.next_batch(0))  # one pass over the 4 examples
+    assert sorted(s.task_key for s in batch.samples) == ["even"] * 4 + ["odd"] * 4
+    assert batch.metrics["reward/even"] == 1.0
+    assert batch.metrics["reward/odd"] == 0.5
+    assert batch.metrics["reward"] == 0.75
+    await src.close()

@@ -35,10 +35,12 @@ async def test_server_backend_trains_and_syncs_weights(tmp_path: Path, char_toke
                     "lr": 1e-2,
                     "seq_len": 128,
                     "output_dir": str(tmp_path / "run"),
+                    "activation_checkpointing": True,
                 },
             }
         )
         trainer = Trainer(cfg)
+        assert trainer.model.is_activation_checkpointing
         history = await trainer.run()
         assert server.updates == [1, 2, 3]
         for name, p in trainer.model.state_dict().items():

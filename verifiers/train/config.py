@@ -116,6 +116,7 @@ class TrainSection(_Section):
     ratio_high: float = 5.0
     drop_below: float = 1e-5
     output_dir: str = "runs/vf-train"
+    activation_checkpointing: bool = False
     checkpoint_every: int = Field(0, ge=0)
     resume: bool = True
 

@@ -201,7 +201,7 @@ class RolloutSource:
         counts: Counter[str] = Counter()
         await self._cancel_stale(counts)
         samples: list[Sample] = []
-        rewards: list[float] = []
+        rewards: dict[str, list[float]] = {}
         lags: list[int] = []
         accepted = 0
         need = self.config.groups_per_batch
@@ -233,14 +233,15 @@ class RolloutSource:
                 skipped,
             )
         if self.config.max_off_policy_steps > 0:
-            # keep generating while the trainer trains on this batch (off by one step at most)
+            # keep generating while the trainer trains on this batch (continuous batching)
             self._fill(counts)
         self.counts.update(counts)
         elapsed = self.clock() - started
+        all_rewards = [r for task_rewards in rewards.values() for r in task_rewards]
         n_tokens = sum(len(s) for s in samples)
         loss_tokens = sum(s.num_loss_tokens for s in samples)
         metrics: dict[str, float] = {
-            "reward": sum(rewards) / len(rewards) if rewards else 0.0,
+            "reward": sum(all_rewards) / len(all_rewards) if all_rewards else 0.0,
             "num_samples": float(len(samples)),
             "num_tokens": float(n_tokens),
             "num_loss_tokens": float(loss_tokens),
@@ -251,6 +252,9 @@ class RolloutSource:
             "in_flight": float(len(self._inflight)),
             "buffered": float(len(self._ready)),
         }
+        if len(rewards) > 1:  # several tasks (an EnvGroup): the mean reward of each
+            for name, task_rewards in sorted(rewards.items()):
+                metrics[f"reward/{name}"] = sum(task_rewards) / len(task_rewards)
         if self.config.difficulty is not None:
             pools = Counter(self._pool_of(i) for i in range(len(self.rows)))
             for pool in ("easy", "normal", "hard"):
@@ -421,7 +425,7 @@ class RolloutSource:
         self,
         group: _Group,
         samples: list[Sample],
-        rewards: list[float],
+        rewards: dict[str, list[float]],
         lags: list[int],
         counts: Counter[str],
     ) -> int:
@@ -436,7 +440,7 @@ class RolloutSource:
         if not valid:
             return 0
         group_rewards = [float(s["reward"]) for s in valid]
-        rewards.extend(group_rewards)
+        rewards.setdefault(str(valid[0].get("task") or "default"), []).extend(group_rewards)
         if self.config.filter_zero_variance and max(group_rewards) - min(group_rewards) < 1e-9:
             counts["zero_variance_groups"] += 1
             return 0

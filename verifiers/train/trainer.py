@@ -149,6 +149,10 @@ class Trainer:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         model.to(device=self.device, dtype=self._dtype())
+        if self.config.train.activation_checkpointing:
+            # recompute activations in the backward pass: less memory for long packed rows
+            enable = getattr(model, "activation_checkpointing_enable", None)
+            (enable or model.gradient_checkpointing_enable)()
         model.train()
         return model, tokenizer
 
@@ -313,6 +317,7 @@ class Trainer:
             "wait_seconds": m["wait_seconds"],
             "adapter_seconds": m["build_seconds"] + pack_seconds,
             "counts": dict(batch.counts),
+            **{k: v for k, v in m.items() if k.startswith("reward/")},
         }
 
     # ------------------------------------------------------------------ weights and checkpoints
