@@ -205,7 +205,7 @@ async def test_setsid_child_is_gone_when_the_sandbox_stops_api() -> None:
     async with create_sandbox("bwrap") as sb:
         r = await sb.exec(f"setsid -f sleep {tag} > /dev/null 2>&1; echo detached")
         assert r.stdout == "detached\n"
-        assert len(wait_for_pids(tag, 1)) == 1  # it outlived its exec ...
+        assert wait_for_pids(tag, 1)  # it outlived its exec ...
     assert pids_with(tag) == []  # ... but not the sandbox
 
 

@@ -54,7 +54,7 @@ def test_sigkill_of_the_parent_kills_every_sandbox() -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline() == b"ready\n"
-        assert len(wait_for_pids(tag, 6)) == 6  # 3 detached + 3 spawned
+        assert len(wait_for_pids(tag, 6)) >= 6  # 3 detached + 3 spawned (+ setsid in flight)
         child.send_signal(signal.SIGKILL)
         child.wait()
     finally:
@@ -205,5 +205,5 @@ async def test_subprocess_backend_kills_detached_children_at_stop() -> None:
     async with sb:
         r = await sb.exec(f"setsid -f sleep {tag}; sleep {tag} & echo started")
         assert r.stdout == "started\n"
-        assert len(wait_for_pids(tag, 2)) == 2  # background processes outlive their exec
+        assert len(wait_for_pids(tag, 2)) >= 2  # background processes outlive their exec
     assert pids_with(tag) == []  # the agent adopted and killed them
