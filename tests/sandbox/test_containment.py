@@ -225,7 +225,7 @@ def test_sandbox_uid_is_not_root_on_the_host() -> None:
 
     async def go() -> int:
         async with create_sandbox("bwrap") as sb:
-            await sb.exec(f"setsid -f sleep {tag}")
+            await sb.spawn(["sleep", tag])
             pid = wait_for_pids(tag, 1)[0]
             return os.stat(f"/proc/{pid}").st_uid
 
