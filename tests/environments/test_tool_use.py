@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from vf_tool_use import parse_number
 from vf_tool_use.tasks import generate
 from vf_tool_use.tools import calculator, convert_units, lookup
@@ -99,3 +101,26 @@ async def test_oracle_issues_independent_lookups_as_parallel_calls() -> None:
     replies = state["completion"][1:3]
     assert [m["tool_call_id"] for m in replies] == [c["id"] for c in first["tool_calls"]]
     assert state["reward"] == 1.0 and state["turn"] == 3
+
+
+_exprs = st.recursive(
+    st.integers(min_value=-50, max_value=50).map(str)
+    | st.floats(min_value=0.5, max_value=99, allow_nan=False).map(lambda f: f"{f:.3f}"),
+    lambda inner: st.tuples(inner, st.sampled_from(["+", "-", "*", "/"]), inner).map(
+        lambda t: f"({t[0]} {t[1]} {t[2]})"
+    ),
+    max_leaves=8,
+)
+
+
+@given(_exprs)
+def test_calculator_agrees_with_python_arithmetic(expression: str) -> None:
+    from vf_tool_use.tools import evaluate
+
+    try:
+        expected = float(eval(expression))  # the reference: Python itself, on safe input
+    except ZeroDivisionError:
+        with pytest.raises(ValueError, match="division by zero"):
+            evaluate(expression)
+        return
+    assert evaluate(expression) == pytest.approx(expected, rel=1e-12, abs=1e-12)

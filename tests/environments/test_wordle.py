@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from vf_wordle import feedback, load_words
 
 import verifiers as vf
@@ -60,3 +62,24 @@ def test_bad_arguments_are_config_errors() -> None:
         vf.load_environment("wordle", words=["toolong"])
     with pytest.raises(vf.ConfigError, match="max_guesses"):
         vf.load_environment("wordle", max_guesses=0)
+
+
+@given(
+    guess=st.text(alphabet="abcde", min_size=5, max_size=5),
+    answer=st.text(alphabet="abcde", min_size=5, max_size=5),
+)
+def test_feedback_properties(guess: str, answer: str) -> None:
+    from collections import Counter
+
+    marks = feedback(guess, answer)
+    assert [m == "G" for m in marks] == [g == a for g, a in zip(guess, answer, strict=True)]
+    # each letter is marked (green or yellow) as often as it can be matched, no more
+    common = Counter(guess) & Counter(answer)
+    for letter in set(guess):
+        marked = sum(1 for g, m in zip(guess, marks, strict=True) if g == letter and m != "X")
+        assert marked == common[letter]
+    # yellows go to the earliest unmatched copies
+    for letter in set(guess):
+        spare = [i for i, g in enumerate(guess) if g == letter and marks[i] != "G"]
+        yellow = [i for i in spare if marks[i] == "Y"]
+        assert yellow == spare[: len(yellow)]
