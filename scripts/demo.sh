@@ -39,6 +39,7 @@ VF="$HUB_VENV/bin/vf"
 PORT="${VF_DEMO_PORT:-$("$HUB_VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
 URL="http://127.0.0.1:$PORT"
 say "starting the hub on $URL (data: $DEMO_DIR/hub-data, log: $LOG)"
+rm -rf "$DEMO_DIR/hub-data"  # a new, empty hub every run
 "$VF" hub serve --port "$PORT" --data-dir "$DEMO_DIR/hub-data" --log-level warning >"$LOG" 2>&1 &
 HUB_PID=$!
 trap 'kill "$HUB_PID" 2>/dev/null || true' EXIT
