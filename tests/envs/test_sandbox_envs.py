@@ -333,3 +333,14 @@ def test_sigkill_during_200_rollouts_leaves_nothing_behind() -> None:
     no_leaks(tag)
     _cgroup.sweep()  # what the next process using sandboxes does
     assert _cgroup.leftover_groups(child.pid) == []
+
+
+async def test_code_test_env_passes_check_environment() -> None:
+    from verifiers.testing.check import check_environment_async
+
+    rows = [{**CODE_ROWS[0], "answer": GOOD}]
+    rows[0]["info"] = {"tests": CODE_ROWS[0]["info"]["tests"][:2]}  # only the correct tests
+    env = CodeTestEnv(eval_dataset=rows)
+    report = await check_environment_async(env)
+    await env.close()
+    report.raise_for_failures()
