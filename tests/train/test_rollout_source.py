@@ -140,6 +140,15 @@ async def test_difficulty_pools_follow_pass_rates_and_ratios(
     share = sum(1 for e in drawn if e in (2, 3)) / len(drawn)
     assert expect_hard_share[0] <= share <= expect_hard_share[1]
     assert batch.metrics["pool_easy"] == 2 and batch.metrics["pool_hard"] == 2
+    # a resumed source continues with the same pools
+    restored = RolloutSource(
+        env,
+        [FakeEndpoint("a", clock, 1.0, _by_difficulty(), [])],
+        RolloutSourceConfig(difficulty=difficulty),
+        clock=clock,
+    )
+    restored.load_state_dict(src.state_dict())
+    assert [restored.pool_of(i) for i in range(6)] == [src.pool_of(i) for i in range(6)]
     await src.close()
 
 

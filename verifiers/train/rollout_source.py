@@ -177,6 +177,7 @@ class RolloutSource:
         self.clock = clock
         self.policy_version = 0
         self.pass_rates: dict[int, float] = {}
+        self._pools: dict[Pool, _IndexedSet] = {"easy": _IndexedSet(), "hard": _IndexedSet()}
         self.counts: Counter[str] = Counter()  # lifetime totals
         self.client_groups: list[int] = [0] * len(self.clients)
         self._rng = random.Random(self.config.seed)
@@ -256,9 +257,8 @@ class RolloutSource:
             for name, task_rewards in sorted(rewards.items()):
                 metrics[f"reward/{name}"] = sum(task_rewards) / len(task_rewards)
         if self.config.difficulty is not None:
-            pools = Counter(self._pool_of(i) for i in range(len(self.rows)))
-            for pool in ("easy", "normal", "hard"):
-                metrics[f"pool_{pool}"] = float(pools[pool])
+            for pool, size in self._pool_sizes().items():
+                metrics[f"pool_{pool}"] = float(size)
         return Batch(step=step, samples=samples, metrics=metrics, counts=counts)
 
     def set_policy_version(self, version: int) -> None:
@@ -287,7 +287,10 @@ class RolloutSource:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.pass_rates = {int(k): float(v) for k, v in state["pass_rates"].items()}
+        self.pass_rates = {}
+        self._pools = {"easy": _IndexedSet(), "hard": _IndexedSet()}
+        for k, v in state["pass_rates"].items():
+            self._set_pass_rate(int(k), float(v))
         self._rng.setstate(state["rng"])
         self._order = list(state["order"])
         self._cursor = int(state["cursor"])
@@ -323,24 +326,35 @@ class RolloutSource:
         difficulty = self.config.difficulty
         if difficulty is None:
             return self._next_in_order()
-        members: dict[Pool, list[int]] = {"easy": [], "normal": [], "hard": []}
-        for i in range(len(self.rows)):
-            members[self._pool_of(i)].append(i)
+        sizes = self._pool_sizes()
         weights: dict[Pool, float] = {
             "easy": difficulty.easy_ratio,
             "normal": difficulty.normal_ratio,
             "hard": difficulty.hard_ratio,
         }
-        choices = [p for p in members if members[p] and weights[p] > 0]
+        choices = [p for p in weights if sizes[p] and weights[p] > 0]
+        pool: Pool
         if choices:
             pool = self._rng.choices(choices, weights=[weights[p] for p in choices])[0]
         else:
             counts["pool_fallback"] += 1
-            pool = next(p for p in ("normal", "hard", "easy") if members[p])  # type: ignore[assignment]
+            pool = next(p for p in ("normal", "hard", "easy") if sizes[p])  # type: ignore[assignment]
         counts[f"drawn_{pool}"] += 1
         if pool == "normal":
             return self._next_in_order()
-        return self._rng.choice(members[pool])
+        return self._pools[pool].choice(self._rng)
+
+    def _pool_sizes(self) -> dict[Pool, int]:
+        easy, hard = len(self._pools["easy"]), len(self._pools["hard"])
+        return {"easy": easy, "normal": len(self.rows) - easy - hard, "hard": hard}
+
+    def _set_pass_rate(self, row_index: int, rate: float) -> None:
+        for members in self._pools.values():
+            members.discard(row_index)
+        self.pass_rates[row_index] = rate
+        pool = self._pool_of(row_index)
+        if pool != "normal":
+            self._pools[pool].add(row_index)
 
     def _next_in_order(self) -> int:
         """Epoch order over the normal pool: a seeded shuffle, reshuffled each pass."""
@@ -402,7 +416,7 @@ class RolloutSource:
             self._failed_in_a_row = 0
             threshold = self.config.difficulty.pass_threshold if self.config.difficulty else 0.5
             passed = sum(1 for s in valid if float(s["reward"]) >= threshold)
-            self.pass_rates[group.row_index] = passed / len(valid)
+            self._set_pass_rate(group.row_index, passed / len(valid))
         self._ready.append(group)
 
     def _check_failures(
@@ -477,3 +491,33 @@ def _env_rows(env: Any) -> list[Mapping[str, Any]]:
         return list(get_rows("train"))
     dataset = env.get_dataset()
     return list(dataset.to_list() if hasattr(dataset, "to_list") else dataset)
+
+
+class _IndexedSet:
+    """A set of ints with O(1) add, discard and uniform random choice."""
+
+    __slots__ = ("_items", "_where")
+
+    def __init__(self) -> None:
+        self._items: list[int] = []
+        self._where: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, item: int) -> None:
+        if item not in self._where:
+            self._where[item] = len(self._items)
+            self._items.append(item)
+
+    def discard(self, item: int) -> None:
+        pos = self._where.pop(item, None)
+        if pos is None:
+            return
+        last = self._items.pop()
+        if pos < len(self._items):
+            self._items[pos] = last
+            self._where[last] = pos
+
+    def choice(self, rng: random.Random) -> int:
+        return self._items[rng.randrange(len(self._items))]
