@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -118,3 +119,26 @@ def test_cli_exec_reports_bad_options() -> None:
     assert p.returncode == 1 and b"KEY=VALUE" in p.stderr
     p = vf_exec("--timeout", "0", "--", "true")
     assert p.returncode == 1 and b"--timeout" in p.stderr
+
+
+async def test_idle_sandboxes_are_reaped_by_the_service() -> None:
+    """A client that goes away without stopping its sandbox leaks it for idle_timeout only."""
+    import time
+
+    runner, url = await start_server(backend="bwrap", idle_timeout=0.5)
+    try:
+        sb = create_sandbox("remote", url=url)
+        await sb.start()
+        async with aiohttp.ClientSession() as s:
+            end = time.monotonic() + 15
+            while time.monotonic() < end:  # bounded poll: the reaper runs every second
+                live = (await (await s.get(f"{url}/v1/health")).json())["live"]
+                if live == 0:
+                    break
+                await asyncio.sleep(0.1)
+        assert live == 0
+        with pytest.raises(SandboxError, match="404"):
+            await sb.exec("true")
+        await sb.stop()
+    finally:
+        await runner.cleanup()
