@@ -89,8 +89,12 @@ class _Collector:
         os.set_blocking(fd, False)
         loop.add_reader(fd, self.read)
 
-    def read(self) -> None:
-        while not self.closed:
+    def read(self, max_chunks: int = 4) -> None:
+        # a bounded number of reads per call: a program that writes without pause must not
+        # keep the event loop in this callback
+        for _ in range(max_chunks):
+            if self.closed:
+                return
             try:
                 chunk = os.read(self.fd, 1 << 18)
             except BlockingIOError:
@@ -426,8 +430,10 @@ class AgentSandbox(Sandbox):
                     await asyncio.shield(self._send({"op": "kill", "id": job.id}))
             raise
         finally:
-            out.read()
-            err.read()
+            # what the command wrote before it exited is in the pipes (at most a pipe buffer
+            # each); a background process that keeps writing is not waited for
+            out.read(max_chunks=64)
+            err.read(max_chunks=64)
             out.close()
             err.close()
             if in_w >= 0:
