@@ -52,3 +52,15 @@ async def test_server_backend_trains_and_syncs_weights(tmp_path: Path, char_toke
     assert all(abs(h["mean_ratio"] - 1.0) < 1e-3 for h in history)
     assert all(h["num_samples"] > 0 for h in history)
     assert sorted(p.name for p in (tmp_path / "run" / "weights").iterdir()) == ["step_3"]
+
+    # a resumed run first brings a freshly started server to the checkpoint's weights
+    restarted = build_tiny_model(len(char_tokenizer), seed=0)
+    with HFServer(restarted, char_tokenizer) as server:
+        cfg.inference.base_urls = [server.base_url]
+        cfg.train.steps = 4
+        trainer = Trainer(cfg)
+        assert trainer.step == 3
+        more = await trainer.run()
+        assert server.updates == [3, 4]
+        assert [h["step"] for h in more] == [3]
+        assert more[0]["masked_fraction"] == 0.0 and abs(more[0]["mean_ratio"] - 1.0) < 1e-3

@@ -85,6 +85,7 @@ class Trainer:
         self._seed()
         self.device = self._device()
         self.model, self.tokenizer = self._load_model()
+        self._owns_env = env is None
         self.env = env if env is not None else self._load_env()
         self.temperature = config.rollouts.temperature
         self.clients = self._clients()
@@ -222,6 +223,10 @@ class Trainer:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         cfg = self.config.train
         in_thread = self.config.inference.backend == "server"
+        sync = in_thread and self.config.inference.update_weights
+        if sync and self.step > 0:
+            # resumed: the servers still serve the weights they started with
+            await asyncio.to_thread(self._push_weights)
         try:
             while self.step < cfg.steps:
                 started = time.perf_counter()
@@ -231,7 +236,7 @@ class Trainer:
                 else:
                     metrics = self.train_step(batch)
                 self.step += 1
-                if in_thread and self.config.inference.update_weights:
+                if sync:
                     await asyncio.to_thread(self._push_weights)
                 self.source.set_policy_version(self.step)
                 elapsed = time.perf_counter() - started
@@ -247,6 +252,8 @@ class Trainer:
                     self.save_checkpoint()
         finally:
             await self.source.close()
+            if self._owns_env and callable(getattr(self.env, "close", None)):
+                await self.env.close()
         return history
 
     def _log(self, metrics: dict[str, Any]) -> None:
