@@ -106,57 +106,67 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from verifiers.clients.base import Client, as_client
-    from verifiers.clients.endpoints import EndpointConfig, load_endpoints
-    from verifiers.clients.native import NativeClient
-    from verifiers.clients.openai_client import OpenAIClient
-    from verifiers.clients.oracle import OracleClient
-    from verifiers.clients.retry import RetryPolicy
-    from verifiers.decorators import cleanup, group_reward, stop, teardown
-    from verifiers.envs.code_test_env import CodeTestEnv
-    from verifiers.envs.env_group import EnvGroup
-    from verifiers.envs.environment import Environment
-    from verifiers.envs.multiturn_env import MultiTurnEnv
-    from verifiers.envs.python_env import PythonEnv
-    from verifiers.envs.sandbox_env import SandboxEnv
-    from verifiers.envs.singleturn_env import SingleTurnEnv
-    from verifiers.envs.stateful_tool_env import StatefulToolEnv
-    from verifiers.envs.tool_env import ToolEnv
-    from verifiers.errors import (
-        ConfigError,
-        EmptyModelResponseError,
-        EndpointError,
-        EnvironmentNotFoundError,
-        InfraError,
-        InvalidModelResponseError,
-        ModelError,
-        OverlongPromptError,
-        RewardError,
-        SandboxError,
-        ToolCallError,
-        ToolError,
-        ToolParseError,
-        VerifiersError,
-    )
-    from verifiers.evaluation import EvalResult, evaluate, evaluate_async
-    from verifiers.loading import list_environments, load_environment
-    from verifiers.parsers.extract import extract_boxed_answer, extract_hash_answer
-    from verifiers.parsers.maybe_think_parser import MaybeThinkParser
-    from verifiers.parsers.parser import Parser
-    from verifiers.parsers.think_parser import ThinkParser
-    from verifiers.parsers.xml_parser import XMLParser
-    from verifiers.rubrics.judge_rubric import JudgeRubric, PairwiseJudgeRubric
-    from verifiers.rubrics.math_rubric import MathRubric
-    from verifiers.rubrics.rubric import Rubric
-    from verifiers.rubrics.rubric_group import RubricGroup
-    from verifiers.sandbox import ExecResult, Sandbox, SandboxLimits, SandboxPool, create_sandbox
-    from verifiers.types import (
-        Info,
-        Message,
-        Messages,
-        ModelResponse,
-        SamplingArgs,
-        State,
-        TrajectoryStep,
-        Usage,
-    )
+    from verifiers.clients.base import Client as Client
+    from verifiers.clients.base import as_client as as_client
+    from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
+    from verifiers.clients.endpoints import load_endpoints as load_endpoints
+    from verifiers.clients.native import NativeClient as NativeClient
+    from verifiers.clients.openai_client import OpenAIClient as OpenAIClient
+    from verifiers.clients.oracle import OracleClient as OracleClient
+    from verifiers.clients.retry import RetryPolicy as RetryPolicy
+    from verifiers.decorators import cleanup as cleanup
+    from verifiers.decorators import group_reward as group_reward
+    from verifiers.decorators import stop as stop
+    from verifiers.decorators import teardown as teardown
+    from verifiers.envs.code_test_env import CodeTestEnv as CodeTestEnv
+    from verifiers.envs.env_group import EnvGroup as EnvGroup
+    from verifiers.envs.environment import Environment as Environment
+    from verifiers.envs.multiturn_env import MultiTurnEnv as MultiTurnEnv
+    from verifiers.envs.python_env import PythonEnv as PythonEnv
+    from verifiers.envs.sandbox_env import SandboxEnv as SandboxEnv
+    from verifiers.envs.singleturn_env import SingleTurnEnv as SingleTurnEnv
+    from verifiers.envs.stateful_tool_env import StatefulToolEnv as StatefulToolEnv
+    from verifiers.envs.tool_env import ToolEnv as ToolEnv
+    from verifiers.errors import ConfigError as ConfigError
+    from verifiers.errors import EmptyModelResponseError as EmptyModelResponseError
+    from verifiers.errors import EndpointError as EndpointError
+    from verifiers.errors import EnvironmentNotFoundError as EnvironmentNotFoundError
+    from verifiers.errors import InfraError as InfraError
+    from verifiers.errors import InvalidModelResponseError as InvalidModelResponseError
+    from verifiers.errors import ModelError as ModelError
+    from verifiers.errors import OverlongPromptError as OverlongPromptError
+    from verifiers.errors import RewardError as RewardError
+    from verifiers.errors import SandboxError as SandboxError
+    from verifiers.errors import ToolCallError as ToolCallError
+    from verifiers.errors import ToolError as ToolError
+    from verifiers.errors import ToolParseError as ToolParseError
+    from verifiers.errors import VerifiersError as VerifiersError
+    from verifiers.evaluation import EvalResult as EvalResult
+    from verifiers.evaluation import evaluate as evaluate
+    from verifiers.evaluation import evaluate_async as evaluate_async
+    from verifiers.loading import list_environments as list_environments
+    from verifiers.loading import load_environment as load_environment
+    from verifiers.parsers.extract import extract_boxed_answer as extract_boxed_answer
+    from verifiers.parsers.extract import extract_hash_answer as extract_hash_answer
+    from verifiers.parsers.maybe_think_parser import MaybeThinkParser as MaybeThinkParser
+    from verifiers.parsers.parser import Parser as Parser
+    from verifiers.parsers.think_parser import ThinkParser as ThinkParser
+    from verifiers.parsers.xml_parser import XMLParser as XMLParser
+    from verifiers.rubrics.judge_rubric import JudgeRubric as JudgeRubric
+    from verifiers.rubrics.judge_rubric import PairwiseJudgeRubric as PairwiseJudgeRubric
+    from verifiers.rubrics.math_rubric import MathRubric as MathRubric
+    from verifiers.rubrics.rubric import Rubric as Rubric
+    from verifiers.rubrics.rubric_group import RubricGroup as RubricGroup
+    from verifiers.sandbox import ExecResult as ExecResult
+    from verifiers.sandbox import Sandbox as Sandbox
+    from verifiers.sandbox import SandboxLimits as SandboxLimits
+    from verifiers.sandbox import SandboxPool as SandboxPool
+    from verifiers.sandbox import create_sandbox as create_sandbox
+    from verifiers.types import Info as Info
+    from verifiers.types import Message as Message
+    from verifiers.types import Messages as Messages
+    from verifiers.types import ModelResponse as ModelResponse
+    from verifiers.types import SamplingArgs as SamplingArgs
+    from verifiers.types import State as State
+    from verifiers.types import TrajectoryStep as TrajectoryStep
+    from verifiers.types import Usage as Usage

@@ -18,7 +18,13 @@ _EXPORTS = {
     "ScriptedClient": "verifiers.testing.scripted",
     "OpenAITestServer": "verifiers.testing.server",
     "check_environment": "verifiers.testing.check",
+    "check_environment_async": "verifiers.testing.check",
     "CheckReport": "verifiers.testing.check",
+    "CheckResult": "verifiers.testing.check",
+    "EnvironmentCheckError": "verifiers.testing.check",
+    "ServerProcess": "verifiers.testing.server",
+    "ScriptedCall": "verifiers.testing.scripted",
+    "run_sandbox_conformance": "verifiers.testing.sandbox_conformance",
 }
 
 __all__ = sorted(_EXPORTS)
