@@ -112,15 +112,20 @@ def _kill(pid: int) -> None:
             pass
 
 
-def _become_subreaper() -> bool:
-    import ctypes
-
-    pr_set_child_subreaper = 36
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)`` through ``_ctypes`` (``import ctypes`` costs milliseconds)."""
     try:
-        result: int = ctypes.CDLL(None).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
-    except (OSError, AttributeError):
+        import _ctypes
+
+        function = _ctypes.dlsym(_ctypes.dlopen(None, 2), "prctl")  # type: ignore[arg-type]
+        result: int = _ctypes.call_function(function, (option, value, 0, 0, 0))
+    except (ImportError, OSError, AttributeError):
         return False
     return result == 0
+
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _descendants(pid: int) -> list[int]:
@@ -160,7 +165,10 @@ def main() -> None:
     config = marshal.loads(bytes.fromhex(sys.argv[-1]))
     # without a pid namespace (the subprocess backend), adopt the orphans of commands (children
     # that detach with setsid) so that they can be found and killed at shutdown
-    subreaper = bool(config.get("subreaper")) and _become_subreaper()
+    subreaper = bool(config.get("subreaper")) and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # commands run as the same uid: make the agent impossible to ptrace or to read/write
+    # through /proc/PID/mem, so that a program cannot forge the results the agent reports
+    _prctl(PR_SET_DUMPABLE, 0)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

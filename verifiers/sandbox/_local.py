@@ -270,15 +270,13 @@ class AgentSandbox(Sandbox):
         await self._after_start()
 
     def _stderr_text(self) -> str:
+        """Why the launch failed: the launcher's stderr (it is killed first)."""
         proc = self._proc
-        if proc is None or proc.stderr is None:
-            return "(no output)"
-        with contextlib.suppress(Exception):
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(5)
-            return proc.stderr.read(8192).decode("utf-8", "replace").strip() or "(no output)"
-        return "(no output)"
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+        return self._death_note()
 
     async def _recv(self) -> list[str] | None:
         """The agent's next message as words (``None`` when the agent is gone)."""

@@ -250,6 +250,23 @@ class SandboxConformance:
         assert r.stdout.strip() != "0"
 
     @pytest.mark.asyncio
+    async def test_the_agent_cannot_be_tampered_with(self, sb: Sandbox) -> None:
+        """Programs run as the same uid as whatever runs them in the sandbox; they must not be
+        able to read or write its memory (that would let them forge their results)."""
+        self._require_isolation(sb)
+        probe = (
+            "import os\n"
+            "for path in (f'/proc/{os.getppid()}/mem', '/proc/self/mem'):\n"
+            "    try:\n"
+            "        open(path, 'rb').close(); print('open', path)\n"
+            "    except OSError:\n"
+            "        print('denied', path)\n"
+        )
+        r = await sb.exec(["python3", "-c", probe])
+        lines = r.stdout.splitlines()
+        assert lines[0].startswith("denied") and lines[1] == "open /proc/self/mem", r
+
+    @pytest.mark.asyncio
     async def test_processes_are_limited(self) -> None:
         limits = self.limits.replace(processes=32)
         sandbox = self.make_sandbox(limits)
