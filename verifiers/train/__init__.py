@@ -9,7 +9,7 @@ Install the rest with ``pip install 'verifiers[train]'``.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "Sample": "verifiers.train.samples",
@@ -33,7 +33,27 @@ _EXPORTS: dict[str, str] = {
     "Trainer": "verifiers.train.trainer",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Batch",
+    "DifficultyConfig",
+    "LocalModelClient",
+    "PackedMicroBatch",
+    "RolloutSource",
+    "RolloutSourceConfig",
+    "Sample",
+    "SampleBuild",
+    "TRLAdapter",
+    "TrainConfig",
+    "Trainer",
+    "build_char_tokenizer",
+    "build_samples",
+    "build_tiny_model",
+    "group_mean_advantages",
+    "load_train_config",
+    "masked_importance_sampling_loss",
+    "pack_samples",
+    "token_logprobs",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -47,3 +67,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from verifiers.train.config import TrainConfig, load_train_config
+    from verifiers.train.local_client import LocalModelClient
+    from verifiers.train.loss import masked_importance_sampling_loss, token_logprobs
+    from verifiers.train.packing import PackedMicroBatch, pack_samples
+    from verifiers.train.rollout_source import (
+        Batch,
+        DifficultyConfig,
+        RolloutSource,
+        RolloutSourceConfig,
+        group_mean_advantages,
+    )
+    from verifiers.train.samples import Sample, SampleBuild, build_samples
+    from verifiers.train.tiny import build_char_tokenizer, build_tiny_model
+    from verifiers.train.trainer import Trainer
+    from verifiers.train.trl_adapter import TRLAdapter
