@@ -152,9 +152,31 @@ def load_environment(env_id: str, **env_args: Any) -> Environment:
         )
     env.env_id = spec.name
     env.env_args = dict(env_args)
-    env.env_version = version  # type: ignore[attr-defined]
-    env.env_distribution = dist_name  # type: ignore[attr-defined]
+    env.env_version = version
+    env.env_distribution = dist_name
+    env.env_wheel_sha256 = _wheel_sha256(dist_name)
     return env
+
+
+def _wheel_sha256(dist_name: str | None) -> str | None:
+    """The sha256 of the wheel a distribution was installed from, when the installer recorded
+    it (PEP 610 ``direct_url.json``: installs from a file or URL)."""
+    if not dist_name:
+        return None
+    import json
+
+    try:
+        text = metadata.distribution(dist_name).read_text("direct_url.json")
+        info = json.loads(text or "{}").get("archive_info") or {}
+    except (metadata.PackageNotFoundError, ValueError, AttributeError):
+        return None
+    hashes = info.get("hashes") or {}
+    if isinstance(hashes.get("sha256"), str):
+        return str(hashes["sha256"])
+    legacy = info.get("hash")
+    if isinstance(legacy, str) and legacy.startswith("sha256="):
+        return legacy.removeprefix("sha256=")
+    return None
 
 
 def _check_args(name: str, loader: Callable[..., Any], env_args: dict[str, Any]) -> None:

@@ -133,6 +133,10 @@ class Environment:
         self.score_rollouts = score_rollouts
         self.env_id = env_id or type(self).__name__
         self.env_args: dict[str, Any] = dict(env_args or {})
+        # set by load_environment() when the environment comes from an installed distribution
+        self.env_version: str | None = None
+        self.env_distribution: str | None = None
+        self.env_wheel_sha256: str | None = None
         self.pass_threshold: float = float(kwargs.get("pass_threshold", 0.5))
         self.map_kwargs: dict[str, Any] = dict(kwargs.get("map_kwargs") or {})
         self._raw: dict[str, DatasetLike | None] = {"train": dataset, "eval": eval_dataset}
