@@ -47,6 +47,18 @@ async def test_equivalent_answers_score_and_thinking_is_stripped() -> None:
     assert rewards == [1.0, 0.0, 0.0]
 
 
+async def test_an_answer_without_a_box_scores_zero() -> None:
+    # math-verify evaluates the restated sum to 10/11; only a \boxed{} answer may count
+    rows = [{"question": "Evaluate the sum.", "answer": "\\frac{10}{11}"}]
+    env = vf.load_environment("math", source="generated", num_examples=1)
+    env = vf.SingleTurnEnv(dataset=rows, parser=env.parser, rubric=env.rubric)
+    rewards = []
+    for reply in ["Evaluate $\\sum_{k=1}^{10} \\frac{1}{k(k+1)}$.", "\\boxed{\\frac{10}{11}}"]:
+        result = await vf.evaluate_async(env, client=ScriptedClient([reply]), model="m")
+        rewards.append(result.records[0]["reward"])
+    assert rewards == [0.0, 1.0]
+
+
 def test_unknown_source_is_a_config_error() -> None:
     with pytest.raises(vf.ConfigError, match="unknown source 'gsm9k'"):
         vf.load_environment("math", source="gsm9k")

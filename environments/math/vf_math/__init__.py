@@ -17,6 +17,7 @@ The model thinks freely and puts the final answer in ``\\boxed{}``; thinking blo
 from __future__ import annotations
 
 import json
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -137,7 +138,9 @@ def load_environment(
     from datasets import Dataset
 
     dataset = Dataset.from_list(_rows(source, split, num_examples, seed, kind))
-    parser = vf.MaybeThinkParser(extract_fn=vf.extract_boxed_answer)
+    # strict: a reply without a \boxed{} answer scores 0, so restating the problem (which
+    # math-verify may evaluate to the answer) earns nothing
+    parser = vf.MaybeThinkParser(extract_fn=partial(vf.extract_boxed_answer, strict=True))
     rubric = vf.MathRubric(parser=parser)
     return vf.SingleTurnEnv(
         dataset=dataset,
