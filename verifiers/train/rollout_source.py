@@ -169,7 +169,7 @@ class RolloutSource:
         if not self.clients:
             raise ConfigError("RolloutSource needs at least one client (inference endpoint)")
         self.config = config or RolloutSourceConfig()
-        self.rows: list[Mapping[str, Any]] = list(rows) if rows is not None else _env_rows(env)
+        self.rows: list[Mapping[str, Any]] = list(rows) if rows is not None else env_rows(env)
         if not self.rows:
             raise ConfigError("the environment has no training rows")
         self.tokenizer = tokenizer
@@ -483,7 +483,7 @@ class RolloutSource:
         return 1
 
 
-def _env_rows(env: Any) -> list[Mapping[str, Any]]:
+def env_rows(env: Any) -> list[Mapping[str, Any]]:
     """Training rows of an environment: ``get_rows("train")`` when it has it (cached plain
     dicts), else the rows of ``get_dataset()``."""
     get_rows = getattr(env, "get_rows", None)

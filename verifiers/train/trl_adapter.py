@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from verifiers.clients.base import Client
 from verifiers.errors import ConfigError
+from verifiers.train.rollout_source import env_rows
 from verifiers.train.samples import build_samples
 from verifiers.types import SamplingArgs, State
 
@@ -65,7 +66,7 @@ class TRLAdapter:
         self.client = client
         self.model = model
         self.sampling_args: SamplingArgs = dict(sampling_args or {})
-        self.rows: list[Mapping[str, Any]] = list(env.get_rows("train"))
+        self.rows: list[Mapping[str, Any]] = env_rows(env)
         self._by_prompt = {_key(r["prompt"]): r for r in self.rows}
         self.counts: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
