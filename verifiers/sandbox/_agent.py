@@ -187,12 +187,21 @@ def main() -> None:
     def shutdown() -> None:
         for job in jobs.values():
             _kill(job.pid)
-        if subreaper:
-            for pid in _descendants(os.getpid()):
+        if subreaper:  # kill every descendant and wait until they are gone (bounded)
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:
+                left = _descendants(os.getpid())
+                if not left:
+                    break
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
                 try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                    os.wait()
+                except ChildProcessError:
+                    break
         os._exit(0)
 
     def reap() -> None:
