@@ -104,6 +104,30 @@ def user_create(
     typer.echo(token)
 
 
+@app.command("gc")
+@handle_errors
+def gc(
+    grace_minutes: float = typer.Option(
+        60.0, "--grace-minutes", min=0, help="Keep unreferenced blobs younger than this"
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be deleted"),
+    data_dir: Path = _DATA_DIR,
+    database_url: str = _DB_URL,
+) -> None:
+    """Delete blobs no published file references (lost upload races, deleted releases)."""
+    from hub_server.app import open_service
+
+    service = open_service(_settings(data_dir, database_url))
+    try:
+        deleted = service.collect_garbage(grace_minutes * 60, dry_run=dry_run)
+    finally:
+        service.engine.dispose()
+    for key in deleted:
+        typer.echo(key)
+    verb = "would delete" if dry_run else "deleted"
+    typer.echo(f"{verb} {len(deleted)} unreferenced blob(s)", err=True)
+
+
 @app.command("migrate")
 @handle_errors
 def migrate(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL) -> None:

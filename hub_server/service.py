@@ -334,37 +334,40 @@ class HubService:
         )
         metadata_sha = hashlib.sha256(info.metadata_bytes).hexdigest()
         owner_norm = normalise_owner(owner) if owner else None
-        # The blobs go first: the database commit is the publish point.
-        created_blobs: list[str] = []
+        args = (principal, info, sha256, size, metadata_sha, owner_norm, private)
+        # Check everything first, so refused and identical uploads store nothing.
+        try:
+            early = self._record_upload(*args, publish=False)
+        except IntegrityError:  # a concurrent upload is creating the project: decide below
+            early = None
+        if early is not None:
+            return early
+        # The blobs go next; the database commit is the publish point. Blobs are always
+        # written (content addressed, so a rewrite is identical): that refreshes their age,
+        # which protects them from a concurrent garbage collection.
         for key, data in (
             (blob_key(sha256), fileobj),
             (blob_key(metadata_sha), io.BytesIO(info.metadata_bytes)),
         ):
             try:
-                if not self.storage.exists(key):
-                    data.seek(0)
-                    self.storage.put(key, data)
-                    created_blobs.append(key)
+                data.seek(0)
+                self.storage.put(key, data)
             except Exception as e:
                 log.exception("blob storage failed")
                 raise Unavailable(
                     f"blob storage failed ({type(e).__name__}); nothing was published, try again"
                 ) from None
-        try:
-            for attempt in range(3):
-                try:
-                    return self._record_upload(
-                        principal, info, sha256, size, metadata_sha, owner_norm, private
-                    )
-                except IntegrityError:
-                    if attempt == 2:
-                        raise Conflict(
-                            f"{filename}: a concurrent upload changed this project; try again"
-                        ) from None
-            raise AssertionError("unreachable")
-        except BaseException:
-            self._collect_blobs(created_blobs)
-            raise
+        # A concurrent upload may win in between: unique constraints decide, and the retry
+        # then answers as if this upload had come second. Its blobs, if unreferenced, are
+        # left for `vf hub gc`.
+        for _attempt in range(3):
+            try:
+                result = self._record_upload(*args, publish=True)
+                assert result is not None
+                return result
+            except IntegrityError:
+                continue
+        raise Conflict(f"{filename}: concurrent uploads changed this project; try again")
 
     def _record_upload(
         self,
@@ -375,7 +378,11 @@ class HubService:
         metadata_sha: str,
         owner: str | None,
         private: bool,
-    ) -> s.UploadResult:
+        *,
+        publish: bool,
+    ) -> s.UploadResult | None:
+        """Apply every rule; with ``publish`` commit the file, else roll back and return None
+        (or the no-op result of an identical re-upload)."""
         with self.session() as db:
             env = db.scalar(select(m.Environment).where(m.Environment.name == info.normalized_name))
             if env is not None:
@@ -455,6 +462,9 @@ class HubService:
                         f"version {info.version} of {env.name} already has {clash.filename} for "
                         f"the same tags with different contents: bump the version and upload again"
                     )
+            if not publish:
+                db.rollback()
+                return None
             db.add(
                 m.File(
                     release_id=release.id,
@@ -496,19 +506,26 @@ class HubService:
                 created=True,
             )
 
-    def _collect_blobs(self, keys: list[str]) -> None:
-        """Delete blobs this upload created if no published file references them."""
-        if not keys:
-            return
-        with self.session() as db:
-            for key in keys:
-                used = db.scalar(
-                    select(func.count())
-                    .select_from(m.File)
-                    .where(or_(m.File.blob_key == key, m.File.metadata_key == key))
-                )
-                if not used:
-                    self.storage.delete(key)
+    def collect_garbage(self, grace_seconds: float = 3600.0, dry_run: bool = False) -> list[str]:
+        """Delete blobs that no published file references and that are older than the grace
+        period (in-flight uploads write their blobs just before committing)."""
+        cutoff = _now() - timedelta(seconds=grace_seconds)
+        candidates = [k for k, mtime in self.storage.list("sha256/") if mtime < cutoff]
+        with self.session() as db:  # read after listing: anything committed since is kept
+            used = {
+                k for pair in db.execute(select(m.File.blob_key, m.File.metadata_key)) for k in pair
+            }
+        deleted = []
+        for key in candidates:
+            if key in used:
+                continue
+            mtime = self.storage.mtime(key)
+            if mtime is None or mtime >= cutoff:  # rewritten by an upload meanwhile
+                continue
+            if not dry_run:
+                self.storage.delete(key)
+            deleted.append(key)
+        return deleted
 
     # ---------------------------------------------------------------- yanking
 
@@ -542,7 +559,8 @@ class HubService:
         self, principal: Principal, owner: str, name: str, version: str
     ) -> list[str]:
         """Admin only: remove a release and its files. Their filenames stay burned, so the
-        same filename can never be published again. Returns the deleted filenames."""
+        same filename can never be published again; their blobs go with the next
+        :meth:`collect_garbage`. Returns the deleted filenames."""
         principal.require_scope("admin")
         if not principal.is_admin:
             raise Forbidden("only hub admins can delete releases; yank it instead (vf env yank)")
@@ -550,7 +568,6 @@ class HubService:
             env = self._env_for(db, principal, owner, name)
             rel = self._release(db, env, version)
             files = db.scalars(select(m.File).where(m.File.release_id == rel.id)).all()
-            keys = [k for f in files for k in (f.blob_key, f.metadata_key)]
             names = [f.filename for f in files]
             for f in files:
                 db.delete(f)
@@ -565,7 +582,6 @@ class HubService:
                 actor=principal.user_name,
             )
             db.commit()
-        self._collect_blobs(keys)
         return names
 
     # ---------------------------------------------------------------- reading

@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -36,6 +37,12 @@ class Storage(Protocol):
     def delete(self, key: str) -> None: ...
 
     def exists(self, key: str) -> bool: ...
+
+    def mtime(self, key: str) -> datetime | None:
+        """When the blob was last written, or None when it does not exist."""
+
+    def list(self, prefix: str) -> Iterator[tuple[str, datetime]]:
+        """Every ``(key, last written)`` under ``prefix`` (for garbage collection)."""
 
 
 class LocalStorage:
@@ -75,6 +82,18 @@ class LocalStorage:
 
     def exists(self, key: str) -> bool:
         return self.path(key).is_file()
+
+    def mtime(self, key: str) -> datetime | None:
+        try:
+            return datetime.fromtimestamp(self.path(key).stat().st_mtime, UTC)
+        except FileNotFoundError:
+            return None
+
+    def list(self, prefix: str) -> Iterator[tuple[str, datetime]]:
+        base = self.root.resolve()
+        for p in (base / prefix).rglob("*") if (base / prefix).is_dir() else ():
+            if p.is_file() and not p.name.startswith(".upload-"):
+                yield p.relative_to(base).as_posix(), datetime.fromtimestamp(p.stat().st_mtime, UTC)
 
 
 def _iter_file(f: IO[bytes]) -> Iterator[bytes]:
@@ -124,6 +143,26 @@ class S3Storage:
                 return False
             raise
         return True
+
+    def mtime(self, key: str) -> datetime | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise
+        modified: datetime = head["LastModified"]
+        return modified
+
+    def list(self, prefix: str) -> Iterator[tuple[str, datetime]]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self._key(prefix)
+        )
+        for page in pages:
+            for obj in page.get("Contents", []):
+                yield obj["Key"][len(self.prefix) :], obj["LastModified"]
 
 
 def _iter_s3(body: object) -> Iterator[bytes]:

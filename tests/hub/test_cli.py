@@ -208,3 +208,43 @@ def test_push_built_wheel_private_under_org(hub: Hub, cfg: dict[str, str]) -> No
         {**env, "VF_HUB_TOKEN": other},
     )
     assert code == 1 and "not a member" in err and "(HTTP 403)" in err
+
+
+def test_hub_gc_deletes_only_old_unreferenced_blobs(hub: Hub, tmp_path: Path) -> None:
+    import io
+    import os
+    import time
+
+    from hub_server.app import open_service
+    from hub_server.settings import Settings
+    from hub_server.storage import blob_key
+
+    data = tmp_path / "gcdata"
+    service = open_service(Settings(data_dir=data))
+    _, token = service.create_user("gc-user")
+    from .wheelfactory import make_wheel
+
+    wheel = make_wheel(tmp_path, "gc-env", "1.0")
+    principal = service.authenticate(token)
+    import hashlib
+
+    raw = wheel.read_bytes()
+    with wheel.open("rb") as f:
+        kept = service.upload(
+            principal, f, wheel.name, sha256=hashlib.sha256(raw).hexdigest(), size=len(raw)
+        )
+    orphan_old, orphan_new = blob_key("a" * 64), blob_key("b" * 64)
+    for key in (orphan_old, orphan_new):
+        service.storage.put(key, io.BytesIO(b"lost upload"))
+    old = time.time() - 7200
+    os.utime(service.storage.path(orphan_old), (old, old))  # type: ignore[attr-defined]
+    os.utime(service.storage.path(blob_key(kept.sha256)), (old, old))  # type: ignore[attr-defined]
+    service.engine.dispose()
+
+    code, out, err = vf(["hub", "gc", "--dry-run", "--data-dir", str(data)], {})
+    assert code == 0 and out.split() == [orphan_old] and "would delete 1" in err
+    code, out, err = vf(["hub", "gc", "--data-dir", str(data)], {})
+    assert code == 0 and out.split() == [orphan_old]
+    assert not (data / "blobs" / orphan_old).exists()
+    assert (data / "blobs" / orphan_new).exists()  # young: may belong to an upload in flight
+    assert (data / "blobs" / blob_key(kept.sha256)).exists()  # referenced

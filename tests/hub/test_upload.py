@@ -42,6 +42,8 @@ def test_twine_upload_reupload_and_conflict(hub: Hub, tmp_path: Path) -> None:
     assert resp.status_code == 409
     assert resp.json()["error"] == "conflict"
     assert "bump the version" in resp.json()["message"]
+    # refused before anything was stored
+    assert not hub.service.storage.exists(blob_key(hashlib.sha256(other.read_bytes()).hexdigest()))
 
 
 def test_identical_reupload_reports_not_created(hub: Hub) -> None:
@@ -195,7 +197,13 @@ def test_concurrent_pushes_of_same_new_version(hub: Hub, pushers: int) -> None:
             .where(m.Environment.name == name)
         )
         assert releases == 1
+    # every published file has its blobs; the losers' blobs (if any were written before they
+    # lost) are unreferenced and go with the next garbage collection
     storage = hub.service.storage
+    with hub.service.session() as db:
+        for blob, meta in db.execute(select(m.File.blob_key, m.File.metadata_key)):
+            assert storage.exists(blob) and storage.exists(meta)
+    hub.service.collect_garbage(grace_seconds=0)
     assert storage.exists(blob_key(shas[winner]))
     assert not any(storage.exists(blob_key(sha)) for i, sha in enumerate(shas) if i != winner)
     served = httpx.get(f"{hub.url}/files/{shas[winner][:2]}/{shas[winner]}/{wheels[0].name}")
@@ -217,6 +225,7 @@ def test_admin_delete_burns_the_filename(hub: Hub) -> None:
     assert hub.api("DELETE", path, token).status_code == 403  # owners yank; admins delete
     r = hub.api("DELETE", path, hub.admin_token)
     assert r.status_code == 200 and r.json()["deleted"] == [wheel.name]
+    assert blob_key(sha) in hub.service.collect_garbage(grace_seconds=0)
     assert not hub.service.storage.exists(blob_key(sha))
     page = httpx.get(
         f"{hub.url}/simple/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
