@@ -415,13 +415,12 @@ def evaluate(
     env: Environment | str, client: Client | Any = None, model: str = "oracle", **kwargs: Any
 ) -> EvalResult:
     """Blocking :func:`evaluate_async`. Refuses to run inside a running event loop (use
-    ``await evaluate_async(...)`` there)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise ConfigError(
-            "evaluate() cannot run inside a running event loop; use `await vf.evaluate_async(...)`"
-        )
-    return asyncio.run(evaluate_async(env, client, model, **kwargs))
+    ``await evaluate_async(...)`` there). Successive calls share one event loop per thread, so
+    the same ``AsyncOpenAI`` client can be passed to each."""
+    from verifiers.utils.async_utils import run_sync
+
+    return run_sync(
+        evaluate_async(env, client, model, **kwargs),
+        "evaluate()",
+        "await vf.evaluate_async(...)",
+    )

@@ -1,0 +1,52 @@
+"""The classic call shapes, end to end with the official ``openai`` client against the project's
+OpenAI-compatible test server (thread mode)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+
+import verifiers as vf
+from verifiers.testing.server import OpenAITestServer
+
+
+def correct(completion: vf.Messages, answer: str, parser: vf.Parser) -> float:
+    return 1.0 if parser.parse_answer(completion) == answer else 0.0
+
+
+def tagged(request: dict[str, Any]) -> str:
+    return "<think>\nadd\n</think>\n<answer>\n4\n</answer>"
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAITestServer]:
+    with OpenAITestServer(responder=tagged) as srv:
+        yield srv
+
+
+def xml_env() -> vf.SingleTurnEnv:
+    parser = vf.XMLParser(["think", "answer"], answer_field="answer")
+    rubric = vf.Rubric(
+        funcs=[correct, parser.get_format_reward_func()], weights=[1.0, 0.2], parser=parser
+    )
+    rows = [{"question": "2+2?", "answer": "4"}, {"question": "1+3?", "answer": "5"}]
+    return vf.SingleTurnEnv(dataset=rows, system_prompt="Use tags.", parser=parser, rubric=rubric)
+
+
+def test_one_async_openai_client_serves_successive_blocking_calls(
+    server: OpenAITestServer,
+) -> None:
+    # the client's connection pool belongs to the loop that opened it: each blocking call
+    # must not strand it on a closed loop
+    env = xml_env()
+    client = AsyncOpenAI(base_url=server.base_url, api_key="x")
+    first = env.evaluate_sync(client=client, model="m", num_examples=2, rollouts_per_example=2)
+    second = vf.evaluate(env, client, "m", num_examples=2)
+    third = env.evaluate_sync(client=client, model="m", num_examples=1)
+    for result in (first, second, third):
+        assert result.summary["num_errors"] == 0, [r["error"] for r in result.records]
+    assert [r["reward"] for r in first.records] == [1.2, 1.2, 0.2, 0.2]
+    assert [r["reward"] for r in second.records] == [1.2, 0.2]
