@@ -66,7 +66,12 @@ def push(
             f"no hub token configured for {client.url}",
             "log in with `vf login --url URL --token TOKEN` or set VF_HUB_TOKEN",
         )
-    wheel = path if path.suffix == ".whl" and path.is_file() else build_wheel(path)
+    if path.suffix == ".whl":
+        if not path.is_file():
+            raise CLIError(f"no such wheel: {path}", "build one with `vf env build PATH`")
+        wheel = path
+    else:
+        wheel = build_wheel(path)
     result = client.upload(wheel, owner=owner, private=private)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
