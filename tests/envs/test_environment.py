@@ -241,6 +241,24 @@ async def test_tool_error_goes_back_to_the_model() -> None:
     assert "no such row" in state["completion"][1]["content"]
 
 
+async def test_structured_tool_results_reach_the_model_as_readable_json() -> None:
+    def lookup(city: str) -> dict[str, Any]:
+        """Facts about a city.
+
+        Args:
+            city: the city's name.
+        """
+        return {"city": city, "tags": ["café", "東京"], "population": 3}
+
+    client = ScriptedClient(
+        replies=[{"tool_calls": [{"name": "lookup", "arguments": {"city": "Zürich"}}]}, "ok"]
+    )
+    env = vf.ToolEnv(dataset=rows(1), tools=[lookup])
+    result = await run(env, client)
+    content = result.states[0]["completion"][1]["content"]
+    assert content == '{"city": "Zürich", "tags": ["café", "東京"], "population": 3}'
+
+
 async def test_stop_errors_end_the_rollout() -> None:
     client = ScriptedClient(
         replies=[{"tool_calls": [{"name": "fails", "arguments": {"x": 1}}]}, "sorry"]

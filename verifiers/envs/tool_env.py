@@ -158,7 +158,7 @@ def _tool_content(result: Any) -> Any:
         return result  # content parts (text, image_url)
     if isinstance(result, dict | list | tuple | int | float | bool) or result is None:
         try:
-            return json.dumps(result)
+            return json.dumps(result, ensure_ascii=False)
         except (TypeError, ValueError):
             return str(result)
     return str(result)
