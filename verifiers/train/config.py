@@ -75,6 +75,7 @@ class InferenceSection(_Section):
     base_urls: list[str] = Field(default_factory=list)
     model: str | None = None
     update_weights: bool = True
+    update_weights_path: str = "/update_weights"
     max_batch_size: int = Field(64, ge=1)
 
     @model_validator(mode="after")

@@ -8,9 +8,11 @@ an inference backend:
   sampling weights are always the current ones.
 * ``server``: one or more OpenAI-compatible endpoints that return token ids and logprobs (vLLM;
   start it with ``--logprobs-mode processed_logprobs`` so that the logprobs are those of the
-  temperature-scaled distribution the trainer recomputes). After each step the weights are saved under ``OUTPUT_DIR/weights/step_N`` and every endpoint
-  is told to load them with ``POST {server root}/update_weights {"path": ..., "step": N}``;
-  the train step runs in a worker thread so that rollouts keep streaming meanwhile.
+  temperature-scaled distribution the trainer recomputes). After each step the weights are
+  saved under ``OUTPUT_DIR/weights/step_N`` and every endpoint is told to load them with
+  ``POST {server root}{inference.update_weights_path} {"path": ..., "step": N}`` (default
+  path ``/update_weights``, as in prime-rl's vLLM server; stock ``vllm serve`` needs such an
+  endpoint added); the train step runs in a worker thread so that rollouts keep streaming.
 
 Each step packs the samples into ``seq_len`` rows, accumulates gradients over the rows
 (normalised by the step's loss tokens), clips and applies AdamW. Metrics go to
@@ -341,16 +343,17 @@ class Trainer:
             server = url.rstrip("/").removesuffix("/v1")
             try:
                 r = httpx.post(
-                    f"{server}/update_weights",
+                    server + self.config.inference.update_weights_path,
                     json={"path": str(path.resolve()), "step": self.step},
                     timeout=600.0,
                 )
                 r.raise_for_status()
             except httpx.HTTPError as e:
+                path_ = self.config.inference.update_weights_path
                 raise InfraError(
                     f"could not update the weights of {server} ({e}). The server must accept "
-                    'POST /update_weights {"path", "step"}; set inference.update_weights = false '
-                    "to train without syncing."
+                    f'POST {path_} {{"path", "step"}} (inference.update_weights_path); set '
+                    "inference.update_weights = false to train without syncing."
                 ) from None
         for old in root.glob("step_*"):
             if old != path:
