@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from tests.train.hf_server import HFServer
@@ -64,3 +65,30 @@ async def test_server_backend_trains_and_syncs_weights(tmp_path: Path, char_toke
         assert server.updates == [3, 4]
         assert [h["step"] for h in more] == [3]
         assert more[0]["masked_fraction"] == 0.0 and abs(more[0]["mean_ratio"] - 1.0) < 1e-3
+
+
+async def test_a_server_without_the_update_endpoint_is_a_clear_error(
+    tmp_path: Path, char_tokenizer: Any
+) -> None:
+    from verifiers.errors import InfraError
+
+    with HFServer(build_tiny_model(len(char_tokenizer), seed=0), char_tokenizer) as server:
+        cfg = TrainConfig.from_dict(
+            {
+                "env": {"factory": "tests.train.toy_env:load_environment"},
+                "inference": {
+                    "backend": "server",
+                    "base_urls": [server.base_url],
+                    "update_weights_path": "/nope",
+                },
+                "rollouts": {
+                    "rollouts_per_example": 2,
+                    "groups_per_batch": 1,
+                    "max_tokens": 2,
+                    "filter_zero_variance": False,
+                },
+                "train": {"steps": 1, "seq_len": 64, "output_dir": str(tmp_path / "run")},
+            }
+        )
+        with pytest.raises(InfraError, match=r"POST /nope .*update_weights = false"):
+            await Trainer(cfg).run()
