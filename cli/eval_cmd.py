@@ -216,9 +216,12 @@ def eval_command(
         progress.start(n_total=None)
     try:
         result = asyncio.run(run())
-    finally:
+    except BaseException:
         if progress:
-            progress.stop()
+            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
+        raise
+    if progress:
+        progress.stop()
     if as_json:
         out = dict(result.metadata)
         out["path"] = str(result.path) if result.path else None
@@ -257,7 +260,12 @@ class _Progress:
     def start(self, n_total: int | None) -> None:
         self.progress.start()
 
-    def stop(self) -> None:
+    def stop(self, clear_if_idle: bool = False) -> None:
+        """Stop the bar; with ``clear_if_idle`` an untouched bar is erased, not left behind."""
+        if clear_if_idle and not self.progress.tasks[0].completed:
+            self.progress.live.transient = True
+            self.progress.live.stop()  # not Progress.stop(): it adds a blank line off a tty
+            return
         self.progress.stop()
 
     def update(self, done: int, total: int, record: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ configuration and runs only what is missing or errored.
 from __future__ import annotations
 
 import asyncio
+import os
 import platform
 import subprocess
 import time
@@ -100,6 +101,23 @@ def _versions() -> dict[str, str | None]:
         "openai": ver("openai"),
         "datasets": ver("datasets"),
     }
+
+
+def _check_writable(run_dir: Path) -> None:
+    """Create the run directory, or say clearly why it cannot hold the results."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise ConfigError(
+            f"cannot create the run directory {run_dir}: {reason}; choose another output "
+            "directory (-o DIR)"
+        ) from None
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"cannot write to the run directory {run_dir}: permission denied; choose another "
+            "output directory (-o DIR)"
+        )
 
 
 def _find_resumable(base: Path, digest: str) -> Path | None:
@@ -228,6 +246,7 @@ async def evaluate_async(
         if run_dir is None:
             stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
             run_dir = base / f"{stamp}-{digest[:8]}"
+        _check_writable(run_dir)
     done_keys = {(r["example_id"], r["rollout_index"]) for r in kept}
 
     jobs: list[tuple[dict[str, Any], list[int]]] = []

@@ -172,6 +172,20 @@ def test_config_errors_are_one_line_and_exit_2(classic_envs_path: Path, tmp_path
     assert "not installed" in missing.stderr and "vf env install" in missing.stderr
 
 
+def test_errors_found_after_the_progress_bar_starts_stay_one_line(
+    classic_envs_path: Path, tmp_path: Path
+) -> None:
+    no_rollouts = vf_eval("classic_single", "-m", "oracle", "-r", "0", cwd=tmp_path)
+    assert no_rollouts.returncode == 2
+    assert no_rollouts.stderr.splitlines() == ["error: rollouts_per_example must be >= 1, got 0"]
+    (tmp_path / "taken").write_text("a file, not a directory")
+    unwritable = vf_eval("classic_single", "-m", "oracle", "-o", "taken/run", cwd=tmp_path)
+    assert unwritable.returncode == 2
+    [line] = unwritable.stderr.splitlines()
+    assert line.startswith("error: cannot create the run directory taken/run: ")
+    assert "-o DIR" in line
+
+
 def test_oracle_model_gets_full_reward(classic_envs_path: Path, tmp_path: Path) -> None:
     proc = vf_eval("classic_single", "-m", "oracle", "-n", "5", "-r", "2", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
