@@ -66,6 +66,10 @@ dependencies = ["verifiers>=0.9.0"]
 [tool.hatch.build.targets.wheel]
 only-include = ["{module}.py"]
 
+# ship pyproject.toml in the wheel's .dist-info so [tool.verifiers.eval] travels with it
+[tool.hatch.build.targets.wheel.extra-metadata]
+"pyproject.toml" = "pyproject.toml"
+
 [tool.verifiers.eval]
 num_examples = 5
 rollouts_per_example = 1

@@ -205,27 +205,44 @@ def _check_args(name: str, loader: Callable[..., Any], env_args: dict[str, Any])
 
 
 def eval_defaults(env_id: str) -> dict[str, Any]:
-    """``[tool.verifiers.eval]`` defaults of an environment, when its ``pyproject.toml`` can be
-    found beside the installed module (editable installs and checkouts), else ``{}``."""
+    """``[tool.verifiers.eval]`` defaults of an environment, else ``{}``.
+
+    Read from the ``pyproject.toml`` its wheel ships in ``.dist-info/extra_metadata/``
+    (``[tool.hatch.build.targets.wheel.extra-metadata]``), or from a ``pyproject.toml`` beside
+    the module for checkouts run without installing.
+    """
     import tomllib
 
     spec = parse_env_id(env_id)
     try:
-        loader, _, _ = _find_loader(spec)
+        loader, dist_name, _ = _find_loader(spec)
     except EnvironmentNotFoundError:
         return {}
+    texts: list[str] = []
+    if dist_name:
+        try:
+            shipped = metadata.distribution(dist_name).read_text("extra_metadata/pyproject.toml")
+        except metadata.PackageNotFoundError:
+            shipped = None
+        if shipped:
+            texts.append(shipped)
     module = sys.modules.get(getattr(loader, "__module__", ""), None)
     path = getattr(module, "__file__", None)
-    if not path:
-        return {}
-    here = Path(path).resolve().parent
-    for directory in (here, here.parent, here.parent.parent):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text())
-            except (OSError, tomllib.TOMLDecodeError):
-                return {}
-            section = data.get("tool", {}).get("verifiers", {}).get("eval", {})
-            return dict(section) if isinstance(section, dict) else {}
+    if not texts and path:
+        here = Path(path).resolve().parent
+        for directory in (here, here.parent):
+            candidate = directory / "pyproject.toml"
+            if candidate.is_file():
+                try:
+                    texts.append(candidate.read_text())
+                except OSError:
+                    pass
+                break
+    for text in texts:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            continue
+        section = data.get("tool", {}).get("verifiers", {}).get("eval", {})
+        return dict(section) if isinstance(section, dict) else {}
     return {}
