@@ -67,11 +67,13 @@ def test_sigkill_of_the_parent_kills_every_sandbox() -> None:
 @needs_bwrap
 def test_interpreter_exit_without_stop_kills_every_sandbox() -> None:
     tag = marker()
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, tag, "exit"], capture_output=True, timeout=60
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, tag, "exit"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    assert out.stdout == b"ready\n", out.stderr
+    out, err = child.communicate(timeout=60)
+    assert out == b"ready\n", err
     assert _wait_gone(tag) == []
+    assert _cgroup.leftover_groups(child.pid) == []  # removed at exit, no sweep needed
 
 
 @needs_bwrap

@@ -102,6 +102,14 @@ def sweep() -> None:
         _sweep(parent.path)
 
 
+def remove_own_groups() -> None:
+    """Remove every sandbox cgroup of this process (at interpreter exit)."""
+    if _PARENTS is None:
+        return  # this process never made one
+    for group in leftover_groups(os.getpid()):
+        _remove(group, wait_s=2.0)
+
+
 def leftover_groups(owner_pid: int) -> list[Path]:
     """Sandbox cgroups created by ``owner_pid`` that still exist."""
     return [child for parent in _parents() for child in parent.path.glob(f"{PREFIX}{owner_pid}-*")]
@@ -149,11 +157,18 @@ def _try_remove(group: Path) -> bool:
     return True
 
 
-def _remove(group: Path) -> None:
+def _remove(group: Path, wait_s: float = 0.0) -> None:
+    import time
+
+    end = time.monotonic() + wait_s
     for _ in range(1000):
         if _try_remove(group):
             return
         os.sched_yield()
+    while time.monotonic() < end:
+        if _try_remove(group):
+            return
+        time.sleep(0.005)
 
 
 class SandboxCgroup:
@@ -208,7 +223,7 @@ class SandboxCgroup:
             _remove(group)
         self.groups.clear()
 
-    async def remove_async(self, limit_s: float = 10.0) -> None:
+    async def remove_async(self, limit_s: float = 30.0) -> None:
         """Remove the groups, waiting (without blocking the loop) for exiting processes to
         leave them."""
         import asyncio

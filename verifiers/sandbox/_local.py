@@ -72,6 +72,9 @@ def _kill_live_sandboxes() -> None:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     _LIVE.clear()
+    from verifiers.sandbox import _cgroup
+
+    _cgroup.remove_own_groups()
 
 
 class _Collector:
@@ -533,7 +536,7 @@ async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
         loop.remove_writer(fd)
 
 
-async def _wait_pid_gone(pid: int, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+async def _wait_pid_gone(pid: int, timeout: float = 30.0) -> None:  # noqa: ASYNC109
     """Wait until process ``pid`` has exited (not necessarily our child), via a pidfd."""
     try:
         pidfd = os.pidfd_open(pid)

@@ -28,7 +28,7 @@ from typing import Any
 
 from verifiers.errors import SandboxError
 from verifiers.sandbox._cgroup import SandboxCgroup
-from verifiers.sandbox._local import AgentSandbox, agent_argv, child_pids
+from verifiers.sandbox._local import _LIVE, AgentSandbox, agent_argv, child_pids
 from verifiers.sandbox.base import WORKDIR, SandboxLimits
 
 __all__ = ["BwrapSandbox", "bwrap_available", "sandbox_host_uid"]
@@ -158,6 +158,7 @@ class BwrapSandbox(AgentSandbox):
         if self._proc is not None:
             # the pid namespace's init: killing it ends every process in the sandbox
             self._extra_pids = child_pids(self._proc.pid)
+            _LIVE[id(self)] = (self._proc.pid, *self._extra_pids)
 
     def oom_kills(self) -> int | None:
         return self._cgroup.oom_kills() if self._cgroup is not None else None
