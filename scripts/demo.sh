@@ -6,16 +6,15 @@
 #   4. load it and evaluate it: `vf-eval NAME -m oracle -n 5`, or against your endpoint when
 #      VF_BASE_URL and VF_MODEL are set (VF_API_KEY_VAR names the variable holding the key).
 #
-# Knobs: PYTHON (default python3.11), VF_DEMO_DIR (default: a new temp dir, kept afterwards),
+# Knobs: PYTHON (default python3, >= 3.11), VF_DEMO_DIR (default: a new temp dir, kept afterwards),
 #        VF_DEMO_ENV (which distribution to install; default vf-math if present, else the first
 #        one pushed), VF_DEMO_PORT (default: a free port).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PYTHON="${PYTHON:-python3.11}"
+PYTHON="${PYTHON:-python3}"
 DEMO_DIR="${VF_DEMO_DIR:-$(mktemp -d -t vf-demo-XXXXXX)}"
 mkdir -p "$DEMO_DIR"
-HUB_VENV="$DEMO_DIR/hub-venv"
 EVAL_VENV="$DEMO_DIR/eval-venv"
 LOG="$DEMO_DIR/hub.log"
 
@@ -28,12 +27,9 @@ command -v "$PYTHON" >/dev/null || die "$PYTHON not found; set PYTHON=/path/to/p
 export XDG_CONFIG_HOME="$DEMO_DIR/config"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-say "hub tooling venv: $HUB_VENV"
-if [ ! -x "$HUB_VENV/bin/vf" ]; then
-  "$PYTHON" -m venv "$HUB_VENV"
-  "$HUB_VENV/bin/python" -m pip install -q --upgrade pip
-  "$HUB_VENV/bin/python" -m pip install -q -e "$REPO[server,cli]" build hatchling
-fi
+say "hub tooling: the project's .venv (scripts/bootstrap.sh)"
+bash "$REPO/scripts/bootstrap.sh"
+HUB_VENV="$REPO/.venv"
 VF="$HUB_VENV/bin/vf"
 
 PORT="${VF_DEMO_PORT:-$("$HUB_VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
