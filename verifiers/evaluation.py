@@ -120,6 +120,38 @@ def _check_writable(run_dir: Path) -> None:
         )
 
 
+def _check_same_config(run_dir: Path, config: dict[str, Any], digest: str) -> None:
+    """Refuse to resume a run directory made with another configuration, naming what
+    differs."""
+    import orjson
+
+    meta_path = run_dir / METADATA_FILE
+    if not meta_path.is_file():
+        return
+    try:
+        old = orjson.loads(meta_path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise ConfigError(
+            f"cannot resume {run_dir}: its {METADATA_FILE} is unreadable ({e}); delete it to "
+            f"resume from {RESULTS_FILE} alone, or use a new output directory"
+        ) from None
+    if not isinstance(old, dict) or old.get("config_hash") in (None, digest):
+        return
+    recorded = old.get("config")
+    before: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    changes = [
+        f"{key} {before.get(key)!r} -> {value!r}"
+        for key, value in config.items()
+        if orjson.dumps(before.get(key), option=orjson.OPT_SORT_KEYS)
+        != orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    ]
+    raise ConfigError(
+        f"cannot resume {run_dir}: it was run with another configuration "
+        f"({'; '.join(changes) or 'settings differ'}); use the same flags or a new output "
+        "directory"
+    )
+
+
 def _find_resumable(base: Path, digest: str) -> Path | None:
     if not base.is_dir():
         return None
@@ -230,16 +262,7 @@ async def evaluate_async(
         elif resume:
             run_dir = _find_resumable(base, digest)
         if run_dir is not None and resume:
-            meta_path = run_dir / METADATA_FILE
-            if meta_path.is_file():
-                import orjson
-
-                old = orjson.loads(meta_path.read_bytes())
-                if old.get("config_hash") not in (None, digest):
-                    raise ConfigError(
-                        f"cannot resume {run_dir}: it was run with another configuration "
-                        f"({old.get('config')}); use a new output directory or the same flags"
-                    )
+            _check_same_config(run_dir, config, digest)
             kept = _resumable_records(
                 read_records(run_dir / RESULTS_FILE), env.has_group_rewards, n
             )
