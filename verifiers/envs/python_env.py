@@ -201,8 +201,8 @@ class PythonEnv(SandboxEnv):
             await worker.close()
         await super().before_sandbox_stop(sandbox)
 
-    async def setup_state(self, state: State) -> State:
-        state = await super().setup_state(state)
+    async def setup_state(self, state: State, **kwargs: Any) -> State:
+        state = await super().setup_state(state, **kwargs)
         state["python_state"] = {
             "ready": False,
             "execution_count": 0,

@@ -191,7 +191,7 @@ class SandboxEnv(StatefulToolEnv):
         """Hook: prepare a new sandbox (write files, start workers). Runs before the first
         tool call can use it; raising ends the rollout as errored."""
 
-    async def setup_state(self, state: State) -> State:
+    async def setup_state(self, state: State, **kwargs: Any) -> State:
         state = await super().setup_state(state) or state
         sandbox_id = uuid.uuid4().hex[:12]
         state["sandbox_id"] = sandbox_id
