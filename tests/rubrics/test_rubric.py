@@ -180,6 +180,31 @@ async def test_non_numeric_return_and_missing_argument_are_errors() -> None:
     assert state["reward"] is None
 
 
+async def test_nan_and_infinite_rewards_are_errors_and_bools_count() -> None:
+    def nan(answer: str) -> float:
+        return float("nan")
+
+    def inf(answer: str) -> float:
+        return float("-inf")
+
+    def solved(completion: list[dict[str, Any]], answer: str) -> bool:
+        return completion[-1]["content"] == answer
+
+    rubric = vf.Rubric(funcs=[nan, inf, solved], weights=[1.0, 0.0, 1.0])
+    state = make_state()
+    await rubric.score_rollout(state)
+    errors = {e["func"]: e["message"] for e in state["reward_errors"]}
+    assert errors.keys() == {"nan", "inf"}
+    assert "expected a finite number" in errors["nan"]
+    assert state["reward"] is None
+    assert state["metrics"]["solved"] == 1.0
+
+    env = vf.SingleTurnEnv(dataset=[{"question": "q", "answer": "a"}], rubric=rubric)
+    result = await vf.evaluate_async(env, model="oracle")
+    assert result.summary["avg_reward"] is None
+    assert result.summary["num_reward_errors"] == 1
+
+
 async def test_async_functions_of_a_rollout_run_concurrently() -> None:
     started: list[str] = []
     both_started = asyncio.Event()

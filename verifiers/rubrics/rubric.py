@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -228,17 +229,18 @@ def _error_record(name: str, exc: BaseException) -> dict[str, str]:
 
 
 def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, float):
-        return value
     if isinstance(value, int | bool):
         return float(value)
     try:
-        return float(value)
+        number = value if isinstance(value, float) else float(value)
     except (TypeError, ValueError):
         raise TypeError(
             f"reward function {name!r} returned {type(value).__name__} {value!r:.80}, "
             "expected a number"
         ) from None
+    if not math.isfinite(number):
+        raise ValueError(f"reward function {name!r} returned {number}, expected a finite number")
+    return number
 
 
 class _Scores:
