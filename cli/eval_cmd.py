@@ -31,7 +31,7 @@ def _json_arg(value: str | None, flag: str) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(value)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise CLIError(
             f"{flag} is not valid JSON: {e.msg} at position {e.pos}",
             hint=f"""example: {flag} '{{"key": "value"}}'""",
