@@ -123,8 +123,8 @@ def test_host_files_are_invisible(run) -> None:  # type: ignore[no-untyped-def]
         "/work",
         str(CHECKOUT),
         str(CHECKOUT / "pyproject.toml"),
-        "/etc/passwd",
         "/etc/shadow",
+        "/etc/hostname",
         "/var",
         "/opt",
     ]
@@ -246,3 +246,9 @@ async def test_commands_during_a_fork_bomb_fail_without_killing_the_sandbox() ->
             if again.exit_code == 0:
                 break
         assert again.stdout == "alive\n"  # the sandbox itself survived
+
+
+async def test_the_sandbox_has_its_own_identity_files() -> None:
+    async with create_sandbox("bwrap") as sb:
+        r = await sb.exec("whoami; cut -d: -f1 /etc/passwd | sort | tr '\\n' ' '")
+    assert r.stdout == "user\nnobody root user "  # not the host's accounts

@@ -219,6 +219,8 @@ class AgentSandbox(Sandbox):
         self._reader: asyncio.Task[None] | None = None
         self._dead: str | None = None
         self._extra_pids: list[int] = []
+        # descriptors _launch opens for the launched process (closed once it has them)
+        self._launch_fds: list[int] = []
 
     # backend hooks for subclasses ----------------------------------------------------------
 
@@ -244,6 +246,7 @@ class AgentSandbox(Sandbox):
         self._sock = host
         host.setblocking(False)
         config = {"workdir": self._workdir(), "rlimits": self.limits.rlimits()}
+        self._launch_fds = []
         try:
             argv = self._launch(child.fileno(), config)
             # Popen (vfork) rather than asyncio's subprocess: no child-watcher thread per
@@ -253,13 +256,16 @@ class AgentSandbox(Sandbox):
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                pass_fds=(child.fileno(),),
+                pass_fds=(child.fileno(), *self._launch_fds),
                 start_new_session=True,
             )
         except OSError as e:
             raise SandboxError(f"cannot launch the {self.backend} sandbox: {e}") from e
         finally:
             child.close()
+            for fd in self._launch_fds:
+                os.close(fd)
+            self._launch_fds = []
         _LIVE[id(self)] = (self._proc.pid,)
         try:
             ready = await asyncio.wait_for(self._recv(), self.limits.start_timeout)

@@ -43,6 +43,12 @@ _NETWORK_FILES = (
     "/etc/gai.conf",
 )
 _BASE_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
+# who the sandbox's user is, for programs that look it up (whoami, git, pip --user)
+_IDENTITY_FILES = {
+    "/etc/passwd": f"root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:{WORKDIR}:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "/etc/group": "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+}
 
 
 def sandbox_host_uid() -> int:
@@ -145,6 +151,8 @@ class BwrapSandbox(AgentSandbox):
             if not os.path.exists(host_path):
                 raise SandboxError(f"ro_binds: {host_path} does not exist on the host")
             args += ["--ro-bind", host_path, inside]
+        for path, content in _IDENTITY_FILES.items():
+            args += ["--perms", "0644", "--ro-bind-data", str(self._data_fd(content)), path]
         args += ["--proc", "/proc", "--dev", "/dev"]
         for mount in ("/tmp", WORKDIR):
             if lim.disk_mb is not None:
@@ -153,6 +161,15 @@ class BwrapSandbox(AgentSandbox):
         # the root tmpfs bwrap builds is made read-only: only the work dir and /tmp are writable
         args += ["--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
         return args
+
+    def _data_fd(self, content: str) -> int:
+        """A pipe holding ``content`` for bwrap to copy into the sandbox (small: it fits the
+        pipe buffer, so it is written at once)."""
+        read_end, write_end = os.pipe()
+        os.write(write_end, content.encode())
+        os.close(write_end)
+        self._launch_fds.append(read_end)
+        return read_end
 
     async def _after_start(self) -> None:
         if self._proc is not None:
