@@ -24,7 +24,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hub_server.auth import Principal, require_principal, token_from_headers
 from hub_server.db import make_engine, make_sessionmaker
 from hub_server.errors import BadRequest, HubError, NotFound, TooLarge, Unauthorized
-from hub_server.index import JSON_V1, NotAcceptable, negotiate, render_project, render_root
+from hub_server.index import (
+    JSON_V1,
+    NotAcceptable,
+    etag_matches,
+    negotiate,
+    render_project,
+    render_root,
+)
 from hub_server.metrics import Metrics, MetricsMiddleware
 from hub_server.receive import receive_upload as receive_form
 from hub_server.service import HubService
@@ -111,7 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         etag = f'"{hashlib.sha256(f"{etag_seed}|{ctype}".encode()).hexdigest()[:32]}"'
         headers = {"Vary": "Accept", "ETag": etag, "Cache-Control": "max-age=0, must-revalidate"}
-        if request.headers.get("if-none-match") == etag:
+        if etag_matches(request.headers.get("if-none-match"), etag):
             return Response(status_code=304, headers=headers)
         media = ctype if ctype == JSON_V1 else f"{ctype}; charset=utf-8"
         return Response(body_fn(ctype), media_type=media, headers=headers)
@@ -194,24 +201,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "ETag": etag,
             "Cache-Control": ("private" if private else "public") + ", max-age=31536000, immutable",
         }
-        if request.headers.get("if-none-match") == etag:
+        if etag_matches(request.headers.get("if-none-match"), etag):
             return Response(status_code=304, headers=headers)
-        if request.method == "HEAD":
-            return Response(headers=headers, media_type="application/octet-stream")
+        key = f.metadata_key if is_meta else f.blob_key
         try:
-            chunks = service.storage.open(f.metadata_key if is_meta else f.blob_key)
+            if is_meta:  # small (capped at upload): read it whole, so its length is known
+                data = b"".join(service.storage.open(key))
+                return Response(
+                    b"" if request.method == "HEAD" else data,
+                    media_type="text/plain; charset=utf-8",
+                    headers={**headers, "Content-Length": str(len(data))},
+                )
+            if request.method == "HEAD":
+                headers["Content-Length"] = str(f.size)
+                return Response(headers=headers, media_type="application/octet-stream")
+            # Streamed without a length: a blob altered behind the hub's back then reaches
+            # the client whole, and fails the client's hash check rather than the transfer.
+            chunks = service.storage.open(key)
         except BlobNotFound:
-            log.error("blob %s of %s is missing from storage", f.blob_key, f.filename)
+            log.error("blob %s of %s is missing from storage", key, f.filename)
             return JSONResponse(
                 {"error": "storage", "message": f"{filename} is missing from blob storage"},
                 status_code=503,
             )
-        if not is_meta:
-            metrics.inc("downloads")
-            media = "application/octet-stream"
-        else:
-            media = "text/plain; charset=utf-8"
-        return StreamingResponse(chunks, media_type=media, headers=headers)
+        metrics.inc("downloads")
+        return StreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
 
     # ------------------------------------------------------------------ uploads
 

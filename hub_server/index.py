@@ -13,6 +13,11 @@ JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
 API_VERSION = "1.1"
 _OFFERS = ("text/html", JSON_V1, HTML_V1)  # tie-break order: HTML stays the default
+# PEP 691's "latest" meta version names the newest version this server speaks (v1).
+_LATEST = {
+    "application/vnd.pypi.simple.latest+json": JSON_V1,
+    "application/vnd.pypi.simple.latest+html": HTML_V1,
+}
 
 
 class NotAcceptable(Exception):
@@ -23,6 +28,7 @@ def negotiate(accept: str | None, fmt: str | None = None) -> str:
     """Pick the response type by ``Accept`` (q-values and specificity honoured; ties go to
     HTML); a ``?format=`` query parameter wins."""
     if fmt:
+        fmt = _LATEST.get(fmt.strip().lower(), fmt.strip().lower())
         if fmt in _OFFERS:
             return fmt
         raise NotAcceptable(fmt)
@@ -39,7 +45,8 @@ def negotiate(accept: str | None, fmt: str | None = None) -> str:
                     q = float(v)
                 except ValueError:
                     q = 0.0
-        entries.append((media.lower(), q))
+        media = media.lower()
+        entries.append((_LATEST.get(media, media), q))
     best: tuple[float, int, str] | None = None
     for rank, offer in enumerate(_OFFERS):
         match: tuple[int, float] | None = None  # (specificity, q)
@@ -54,6 +61,17 @@ def negotiate(accept: str | None, fmt: str | None = None) -> str:
     if best is None:
         raise NotAcceptable(accept)
     return best[2]
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """RFC 9110 ``If-None-Match``: a list of (possibly weak) entity tags, or ``*``."""
+    if not if_none_match:
+        return False
+    for candidate in if_none_match.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == etag:
+            return True
+    return False
 
 
 def _specificity(media: str, offer: str) -> int | None:

@@ -182,6 +182,32 @@ def test_index_metadata_fields_and_pep658_file(hub: Hub) -> None:
     assert "immutable" in wheel.headers["cache-control"]
 
 
+def test_file_head_lengths_and_conditional_gets(hub: Hub) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("head-env")
+    hub.upload(hub.wheel(name), token)
+    (f,) = httpx.get(f"{hub.url}/simple/{name}/", headers={"Accept": JSON}).json()["files"]
+    url = hub.url + f["url"]
+    head = httpx.head(url)
+    assert head.status_code == 200
+    assert int(head.headers["content-length"]) == f["size"]
+    meta = httpx.get(url + ".metadata")
+    meta_head = httpx.head(url + ".metadata")
+    assert int(meta_head.headers["content-length"]) == len(meta.content) > 0
+    for inm in (f'W/"{f["hashes"]["sha256"]}"', f'"nope", "{f["hashes"]["sha256"]}"', "*"):
+        assert httpx.get(url, headers={"If-None-Match": inm}).status_code == 304, inm
+    page = httpx.get(f"{hub.url}/simple/{name}/", headers={"Accept": JSON})
+    latest = "application/vnd.pypi.simple.latest+json"
+    again = httpx.get(
+        f"{hub.url}/simple/{name}/",
+        headers={"Accept": latest, "If-None-Match": "W/" + page.headers["etag"]},
+    )
+    assert again.status_code == 304
+    assert (
+        httpx.get(f"{hub.url}/simple/", headers={"Accept": latest}).headers["content-type"] == JSON
+    )
+
+
 def test_negotiation_redirects_and_etags(hub: Hub) -> None:
     _, token = hub.new_user()
     name = hub.unique("Neg-Env")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hub_server.errors import InvalidUpload, TooLarge
-from hub_server.index import JSON_V1, NotAcceptable, negotiate
+from hub_server.index import HTML_V1, JSON_V1, NotAcceptable, etag_matches, negotiate
 from hub_server.settings import Settings
 from hub_server.wheels import inspect_wheel
 
@@ -43,10 +43,34 @@ def test_settings_from_env() -> None:
         ("text/html,application/xhtml+xml,*/*;q=0.8", "text/html"),
         ("text/html;q=0, */*", JSON_V1),
         ("application/*", JSON_V1),
+        ("application/vnd.pypi.simple.latest+json", JSON_V1),
+        ("application/vnd.pypi.simple.latest+html", HTML_V1),
+        ("application/vnd.pypi.simple.latest+json;q=0.5, text/html;q=0.4", JSON_V1),
     ],
 )
 def test_negotiate(accept: str | None, expected: str) -> None:
     assert negotiate(accept) == expected
+
+
+def test_negotiate_format_parameter_accepts_latest() -> None:
+    assert negotiate("text/html", "application/vnd.pypi.simple.latest+json") == JSON_V1
+    assert negotiate(None, JSON_V1) == JSON_V1
+
+
+@pytest.mark.parametrize(
+    ("header", "matches"),
+    [
+        (None, False),
+        ('"abc"', True),
+        ('W/"abc"', True),
+        ('"x", "abc"', True),
+        ("*", True),
+        ('"abcd"', False),
+        ('"x", W/"y"', False),
+    ],
+)
+def test_etag_matches(header: str | None, matches: bool) -> None:
+    assert etag_matches(header, '"abc"') is matches
 
 
 def test_negotiate_refuses_unknown() -> None:
