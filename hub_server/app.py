@@ -37,6 +37,7 @@ from hub_server.receive import receive_upload as receive_form
 from hub_server.service import HubService
 from hub_server.settings import Settings
 from hub_server.storage import BlobNotFound, make_storage
+from hub_server.wheels import SDIST_TAG
 from verifiers.hub import schemas as s
 
 log = logging.getLogger("hub_server")
@@ -191,6 +192,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if found is None:
             raise NotFound(f"no file {filename}")
         f, owner, project, private = found
+        if is_meta and f.wheel_tags == SDIST_TAG:
+            raise NotFound(f"no file {filename}: metadata files are served for wheels only")
         if private and not (who and who.can_read(owner, project)):
             if who is None:
                 raise Unauthorized(f"{owner}/{project} is private: authenticate with a read token")

@@ -114,9 +114,10 @@ def render_project(project: IndexProject, content_type: str) -> str:
                 "size": f.size,
                 "upload-time": _iso(f.upload_time),
                 "yanked": (f.yanked_reason or True) if f.yanked else False,
-                "core-metadata": {"sha256": f.metadata_sha256},
-                "dist-info-metadata": {"sha256": f.metadata_sha256},
             }
+            if f.metadata_sha256:
+                entry["core-metadata"] = {"sha256": f.metadata_sha256}
+                entry["dist-info-metadata"] = {"sha256": f.metadata_sha256}
             files.append(entry)
         return orjson.dumps(
             {
@@ -133,8 +134,9 @@ def render_project(project: IndexProject, content_type: str) -> str:
             attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
         if f.yanked:
             attrs.append(f'data-yanked="{html.escape(f.yanked_reason or "")}"')
-        attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
-        attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
+        if f.metadata_sha256:
+            attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+            attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
         lines.append(f"    <a {' '.join(attrs)}>{html.escape(f.filename)}</a><br/>")
     body = "\n".join(lines)
     return (

@@ -30,7 +30,7 @@ from hub_server.errors import (
 )
 from hub_server.settings import Settings
 from hub_server.storage import Storage, blob_key
-from hub_server.wheels import WheelInfo, inspect_wheel
+from hub_server.wheels import SDIST_TAG, WheelInfo, inspect_distribution
 from verifiers.hub import schemas as s
 
 log = logging.getLogger("hub_server")
@@ -64,7 +64,7 @@ class IndexFile:
     upload_time: datetime
     yanked: bool
     yanked_reason: str | None
-    metadata_sha256: str
+    metadata_sha256: str | None  # None: no PEP 658 metadata file is offered (sdists)
     version: str
 
     @property
@@ -322,11 +322,11 @@ class HubService:
         owner: str | None = None,
         private: bool = False,
     ) -> s.UploadResult:
-        """Publish one wheel. ``fileobj`` holds the received bytes; ``sha256``/``size`` were
-        computed while receiving them."""
+        """Publish one wheel or sdist. ``fileobj`` holds the received bytes; ``sha256``/``size``
+        were computed while receiving them."""
         principal.require_scope("upload")
         fileobj.seek(0)
-        info = inspect_wheel(
+        info = inspect_distribution(
             fileobj,
             filename,
             max_uncompressed=self.settings.max_uncompressed_bytes,
@@ -452,6 +452,12 @@ class HubService:
                 db.add(release)
                 db.flush()
             else:
+                if info.wheel_tags != SDIST_TAG and not _has_wheel(db, release.id):
+                    # The release came from an sdist: its first wheel's metadata is authoritative.
+                    release.requires_python = info.requires_python
+                    release.requires_dist = info.requires_dist
+                    release.entry_points = info.entry_points
+                    release.summary = info.summary
                 clash = db.scalar(
                     select(m.File).where(
                         m.File.release_id == release.id, m.File.wheel_tags == info.wheel_tags
@@ -794,7 +800,7 @@ class HubService:
                     upload_time=f.upload_time,
                     yanked=r.yanked,
                     yanked_reason=r.yanked_reason,
-                    metadata_sha256=f.metadata_sha256,
+                    metadata_sha256=None if f.wheel_tags == SDIST_TAG else f.metadata_sha256,
                     version=r.version,
                 )
                 for f, r in rows
@@ -917,6 +923,17 @@ def _version_key(v: str) -> tuple[int, Version | str]:
         return (1, Version(v))
     except InvalidVersion:
         return (0, v)
+
+
+def _has_wheel(db: Session, release_id: int) -> bool:
+    return (
+        db.scalar(
+            select(m.File.id)
+            .where(m.File.release_id == release_id, m.File.wheel_tags != SDIST_TAG)
+            .limit(1)
+        )
+        is not None
+    )
 
 
 def _find_release(db: Session, env_id: int, version: str) -> m.Release | None:

@@ -5,22 +5,27 @@ from __future__ import annotations
 import configparser
 import email.parser
 import email.policy
+import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import (
+    InvalidSdistFilename,
     InvalidWheelFilename,
     canonicalize_name,
     canonicalize_version,
+    parse_sdist_filename,
     parse_wheel_filename,
 )
 
 from hub_server.errors import InvalidUpload, TooLarge
 
 ENTRY_POINT_GROUP = "verifiers.environments"
+SDIST_TAG = "sdist"  # the File.wheel_tags value of a source distribution
 _METADATA_LIMIT = 5 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
@@ -52,16 +57,25 @@ class WheelInfo:
 
 
 def parse_filename(filename: str) -> tuple[str, str, str]:
-    """``(normalised name, canonical version, tag string)`` or :class:`InvalidUpload`."""
+    """``(normalised name, canonical version, tag string)`` or :class:`InvalidUpload`; the tag
+    string of a source distribution is :data:`SDIST_TAG`."""
     if "/" in filename or "\\" in filename or filename.startswith("."):
-        raise InvalidUpload(f"bad filename {filename!r}: give the bare wheel filename")
-    if filename.endswith((".tar.gz", ".zip")):
-        raise InvalidUpload(
-            f"{filename}: only wheels (.whl) are accepted; upload the wheel "
-            "(`python -m build --wheel` or `vf env build`)"
+        raise InvalidUpload(f"bad filename {filename!r}: give the bare file name")
+    if filename.endswith(".tar.gz"):
+        try:
+            name, version = parse_sdist_filename(filename)
+        except InvalidSdistFilename as e:
+            raise InvalidUpload(f"{filename}: invalid sdist filename ({e})") from None
+        return (
+            canonicalize_name(name),
+            canonicalize_version(version, strip_trailing_zero=False),
+            SDIST_TAG,
         )
     if not filename.endswith(".whl"):
-        raise InvalidUpload(f"{filename}: not a wheel filename; only .whl files are accepted")
+        raise InvalidUpload(
+            f"{filename}: only wheels (.whl) and .tar.gz source distributions are accepted; "
+            "build them with `python -m build` or `vf env build`"
+        )
     try:
         name, version, _build, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename as e:
@@ -74,12 +88,20 @@ def parse_filename(filename: str) -> tuple[str, str, str]:
     )
 
 
+def inspect_distribution(
+    fileobj: IO[bytes], filename: str, *, max_uncompressed: int, max_ratio: float
+) -> WheelInfo:
+    """:func:`inspect_wheel` or :func:`inspect_sdist`, by the filename."""
+    inspect = inspect_sdist if filename.endswith(".tar.gz") else inspect_wheel
+    return inspect(fileobj, filename, max_uncompressed=max_uncompressed, max_ratio=max_ratio)
+
+
 def _check_member_name(name: str) -> None:
     if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
-        raise InvalidUpload(f"archive member {name!r} has an absolute path; wheels must not")
+        raise InvalidUpload(f"archive member {name!r} has an absolute path; archives must not")
     parts = PurePosixPath(name.replace("\\", "/")).parts
     if ".." in parts:
-        raise InvalidUpload(f"archive member {name!r} contains '..'; wheels must not")
+        raise InvalidUpload(f"archive member {name!r} contains '..'; archives must not")
 
 
 def inspect_wheel(
@@ -139,22 +161,107 @@ def inspect_wheel(
         ep_name = f"{dist_info}/entry_points.txt"
         entry_points = _read_entry_points(zf.read(ep_name)) if ep_name in seen else {}
 
-    winfo = _parse_metadata(metadata_bytes, filename)
-    if canonicalize_name(winfo.name) != norm_name:
-        raise InvalidUpload(
-            f"METADATA Name {winfo.name!r} does not match the filename {filename!r}; "
-            "rebuild the wheel instead of renaming it"
-        )
-    if winfo.version != version:
-        raise InvalidUpload(
-            f"METADATA Version {winfo.version!r} does not match the filename {filename!r}; "
-            "rebuild the wheel instead of renaming it"
-        )
-    winfo.filename = filename
-    winfo.normalized_name = norm_name
+    winfo = _checked_metadata(metadata_bytes, filename, norm_name, version, "METADATA")
     winfo.wheel_tags = tag_str
     winfo.entry_points = entry_points
     return winfo
+
+
+def _checked_metadata(
+    raw: bytes, filename: str, norm_name: str, version: str, label: str
+) -> WheelInfo:
+    """Parse core metadata and require its name and version to match the filename's."""
+    info = _parse_metadata(raw, filename)
+    for field_name, ours, theirs in (
+        ("Name", canonicalize_name(info.name), norm_name),
+        ("Version", info.version, version),
+    ):
+        if ours != theirs:
+            raise InvalidUpload(
+                f"{label} {field_name} {getattr(info, field_name.lower())!r} does not match the "
+                f"filename {filename!r}; rebuild the distribution instead of renaming it"
+            )
+    info.filename = filename
+    info.normalized_name = norm_name
+    return info
+
+
+def inspect_sdist(
+    fileobj: IO[bytes],
+    filename: str,
+    *,
+    max_uncompressed: int,
+    max_ratio: float,
+) -> WheelInfo:
+    """Check a ``.tar.gz`` source distribution (gzip-bomb limits, member paths and types, one
+    ``{name}-{version}/`` top directory) and read its ``PKG-INFO``. Entry points are read only
+    from wheels: an sdist's are whatever its build produces."""
+    norm_name, version, _ = parse_filename(filename)
+    top = filename[: -len(".tar.gz")]
+    _check_gzip_size(fileobj, filename, max_uncompressed, max_ratio)
+    fileobj.seek(0)
+    pkg_info: bytes | None = None
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r:gz") as tf:
+            for member in tf:
+                _check_member_name(member.name)
+                if member.name.split("/", 1)[0] != top:
+                    raise InvalidUpload(
+                        f"archive member {member.name!r} is outside the {top}/ directory that "
+                        "a source distribution must unpack into"
+                    )
+                if member.issym() or member.islnk():
+                    _check_member_name(member.linkname)
+                elif not (member.isfile() or member.isdir()):
+                    raise InvalidUpload(
+                        f"archive member {member.name!r} is a device or FIFO; sdists must not "
+                        "contain special files"
+                    )
+                if member.name == f"{top}/PKG-INFO" and member.isfile():
+                    if member.size > _METADATA_LIMIT:
+                        raise InvalidUpload(f"PKG-INFO is larger than {_METADATA_LIMIT} bytes")
+                    extracted = tf.extractfile(member)
+                    pkg_info = extracted.read() if extracted is not None else None
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        raise InvalidUpload(f"{filename} is not a valid .tar.gz archive ({e})") from None
+    if pkg_info is None:
+        raise InvalidUpload(f"{filename} has no {top}/PKG-INFO; rebuild the sdist")
+    info = _checked_metadata(pkg_info, filename, norm_name, version, "PKG-INFO")
+    info.wheel_tags = SDIST_TAG
+    return info
+
+
+def _check_gzip_size(fileobj: IO[bytes], filename: str, limit: int, max_ratio: float) -> None:
+    """Decompress once, counting (every gzip member, as tarfile would read them all): refuses
+    gzip bombs before tarfile parses anything."""
+    fileobj.seek(0)
+    inflate = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    compressed = expanded = 0
+    try:
+        while chunk := fileobj.read(_CHUNK):
+            compressed += len(chunk)
+            data = chunk
+            while data:
+                if inflate.eof:  # another gzip member follows (tarfile reads them all)
+                    if not data.strip(b"\0"):
+                        break  # zero padding after the last member
+                    inflate = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+                expanded += len(inflate.decompress(data, _CHUNK))
+                if expanded > limit:
+                    raise TooLarge(
+                        f"{filename} expands beyond {limit} bytes: refused as a gzip bomb"
+                    )
+                if inflate.unconsumed_tail:
+                    data = inflate.unconsumed_tail
+                else:
+                    data = inflate.unused_data if inflate.eof else b""
+    except zlib.error as e:
+        raise InvalidUpload(f"{filename} is not a valid gzip file ({e})") from None
+    if expanded > 1024 * 1024 and expanded > max_ratio * max(compressed, 1):
+        raise InvalidUpload(
+            f"{filename} expands {expanded} bytes from {compressed} (ratio over {max_ratio:g}): "
+            "refused as a gzip bomb"
+        )
 
 
 def _verify_members(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limit: int) -> None:

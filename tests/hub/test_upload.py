@@ -9,6 +9,7 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +19,10 @@ from hub_server import models as m
 from hub_server.storage import blob_key
 
 from .conftest import Hub
-from .tools import twine_upload
+from .tools import pip_install, twine_upload, uv_publish
+from .wheelfactory import make_sdist, make_wheel
+
+JSON = "application/vnd.pypi.simple.v1+json"
 
 
 def test_twine_upload_reupload_and_conflict(hub: Hub, tmp_path: Path) -> None:
@@ -89,7 +93,8 @@ def _zip(path: Path, members: dict[str, bytes], compress: int = zipfile.ZIP_DEFL
         ("version_mismatch", "METADATA Version"),
         ("missing_metadata", "METADATA"),
         ("not_a_zip", "not a valid zip"),
-        ("sdist", "only wheels"),
+        ("bad_sdist", "not a valid gzip"),
+        ("zip_sdist", "only wheels (.whl) and .tar.gz"),
     ],
 )
 def test_bad_uploads_refused_with_clear_message(hub: Hub, case: str, needle: str) -> None:
@@ -114,7 +119,8 @@ def test_bad_uploads_refused_with_clear_message(hub: Hub, case: str, needle: str
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"this is not a zip archive")
     else:
-        path = hub.tmp / "sd" / f"{dist}-1.0.0.tar.gz"
+        ext = "tar.gz" if case == "bad_sdist" else "zip"
+        path = hub.tmp / "sd" / f"{dist}-1.0.0.{ext}"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"\x1f\x8b not really")
     resp = hub.upload(path, token)
@@ -122,6 +128,71 @@ def test_bad_uploads_refused_with_clear_message(hub: Hub, case: str, needle: str
     assert needle in resp.json()["message"], resp.json()
     # nothing was published
     assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("case", "needle"),
+    [
+        ("gzip_bomb", "gzip bomb"),
+        ("dotdot", "'..'"),
+        ("absolute", "absolute path"),
+        ("outside_top", "outside the"),
+        ("symlink_out", "'..'"),
+        ("fifo", "special files"),
+        ("name_mismatch", "PKG-INFO Name"),
+        ("missing_pkg_info", "PKG-INFO"),
+    ],
+)
+def test_bad_sdists_refused_with_clear_message(hub: Hub, case: str, needle: str) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("bad-sdist")
+    top = f"{name.replace('-', '_')}-1.0.0"
+    kw: dict[str, Any] = {
+        "gzip_bomb": {"extra_members": {f"{top}/data.bin": b"\0" * (20 * 1024 * 1024)}},
+        "dotdot": {"extra_members": {f"{top}/../../evil.py": b"x"}},
+        "absolute": {"extra_members": {"/tmp/evil.py": b"x"}},
+        "outside_top": {"extra_members": {"elsewhere/evil.py": b"x"}},
+        "symlink_out": {"symlinks": {f"{top}/link": "../../../etc/passwd"}},
+        "fifo": {"fifo": f"{top}/pipe"},
+        "name_mismatch": {"metadata_name": "someone-else"},
+        "missing_pkg_info": {"omit_pkg_info": True},
+    }[case]
+    resp = hub.upload(make_sdist(hub.tmp / hub.unique("sd"), name, "1.0.0", **kw), token)
+    assert resp.status_code in (400, 413), resp.text
+    assert needle in resp.json()["message"], resp.json()
+    assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 404
+
+
+def test_sdist_beside_wheel_twine_and_uv_publish(hub: Hub, tmp_path: Path) -> None:
+    """`twine upload dist/*` and `uv publish` of a build's sdist + wheel both succeed; the
+    index offers PEP 658 metadata for the wheel only, and pip installs the wheel."""
+    _, token = hub.new_user()
+    name = hub.unique("sdist-env")
+    dist = tmp_path / "dist"
+    sdist = make_sdist(dist, name, "1.0.0")
+    wheel = make_wheel(dist, name, "1.0.0")
+    r = twine_upload(f"{hub.url}/legacy/", token, sdist, wheel)  # sdist first: wheel wins
+    assert r.returncode == 0, r.stdout + r.stderr
+    owner = hub.api("GET", f"/projects?q={name}").json()["items"][0]["owner"]
+    release = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0").json()
+    assert release["entry_points"] == {name: f"{name.replace('-', '_')}:load_environment"}
+    page = httpx.get(f"{hub.url}/simple/{name}/", headers={"Accept": JSON}).json()
+    by_name = {f["filename"]: f for f in page["files"]}
+    assert set(by_name) == {sdist.name, wheel.name}
+    assert "core-metadata" not in by_name[sdist.name]
+    assert "core-metadata" in by_name[wheel.name]
+    html = httpx.get(f"{hub.url}/simple/{name}/").text
+    (sdist_line,) = [line for line in html.splitlines() if sdist.name + "<" in line]
+    assert "data-core-metadata" not in sdist_line
+    assert httpx.get(hub.url + by_name[sdist.name]["url"] + ".metadata").status_code == 404
+    got = httpx.get(hub.url + by_name[sdist.name]["url"])
+    assert got.content == sdist.read_bytes()
+    # uv publish of the same dist/ (both files already there): identical, so a success
+    r = uv_publish(f"{hub.url}/legacy/", token, sdist, wheel)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = pip_install(f"{hub.url}/simple/", tmp_path / "t", name, "--no-deps")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert list((tmp_path / "t").glob("*.dist-info"))
 
 
 def test_name_taken_by_another_owner(hub: Hub) -> None:
@@ -239,28 +310,13 @@ def test_admin_delete_burns_the_filename(hub: Hub) -> None:
 
 
 def test_uv_publish(hub: Hub) -> None:
-    import subprocess
-
-    from .tools import BIN, _env
-
     _, token = hub.new_user()
     name = hub.unique("uvpub-env")
     wheel = hub.wheel(name)
-    cmd = [
-        str(BIN / "uv"),
-        "publish",
-        "--publish-url",
-        f"{hub.url}/legacy/",
-        "-u",
-        "__token__",
-        "-p",
-        token,
-        str(wheel),
-    ]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=120)
+    r = uv_publish(f"{hub.url}/legacy/", token, wheel)
     assert r.returncode == 0, r.stderr
     assert httpx.get(f"{hub.url}/simple/{name}/").status_code == 200
-    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=120)
+    r = uv_publish(f"{hub.url}/legacy/", token, wheel)
     assert r.returncode == 0, r.stderr  # identical re-upload is fine
 
 

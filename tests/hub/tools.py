@@ -99,3 +99,13 @@ def twine_upload(
         env=_env({"TWINE_NON_INTERACTIVE": "1"}),
         timeout=180,
     )
+
+
+def uv_publish(url: str, token: str, *files: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "uv"), "publish", "--publish-url", url, "--token", token, *map(str, files)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=180,
+    )

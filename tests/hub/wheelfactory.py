@@ -69,3 +69,48 @@ def make_wheel(
     path = dest / f"{dist}-{version}-py3-none-any.whl"
     path.write_bytes(buf.getvalue())
     return path
+
+
+def make_sdist(
+    dest: Path,
+    name: str,
+    version: str,
+    *,
+    metadata_name: str | None = None,
+    omit_pkg_info: bool = False,
+    extra_members: dict[str, bytes] | None = None,
+    symlinks: dict[str, str] | None = None,
+    fifo: str | None = None,
+) -> Path:
+    """Write ``{name}-{version}.tar.gz`` (PEP 625 spelling) into ``dest`` and return its path.
+    ``extra_members`` and ``symlinks`` take archive paths as given (not under the top dir)."""
+    import tarfile
+
+    dist = name.replace("-", "_")
+    top = f"{dist}-{version}"
+    pkg_info = (
+        f"Metadata-Version: 2.2\nName: {metadata_name or name}\nVersion: {version}\n"
+        f"Summary: test sdist {name}\nRequires-Python: >=3.8\n"
+    ).encode()
+    files = {f"{top}/pyproject.toml": b"[project]\n", f"{top}/{dist}/__init__.py": b"X = 1\n"}
+    if not omit_pkg_info:
+        files[f"{top}/PKG-INFO"] = pkg_info
+    files.update(extra_members or {})
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for p, d in files.items():
+            info = tarfile.TarInfo(p)
+            info.size = len(d)
+            tf.addfile(info, io.BytesIO(d))
+        for p, target in (symlinks or {}).items():
+            info = tarfile.TarInfo(p)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tf.addfile(info)
+        if fifo:
+            info = tarfile.TarInfo(fifo)
+            info.type = tarfile.FIFOTYPE
+            tf.addfile(info)
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / f"{top}.tar.gz"
+    path.write_bytes(buf.getvalue())
+    return path
