@@ -7,7 +7,7 @@ import hashlib
 import logging
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import (
     JSONResponse,
@@ -18,6 +18,7 @@ from fastapi.responses import (
 )
 from packaging.utils import canonicalize_name
 from sqlalchemy import text
+from sqlalchemy.exc import DataError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -53,6 +54,31 @@ def _principal(request: Request) -> Principal | None:
 
 Auth = Annotated[Principal | None, Depends(_principal)]
 Fmt = Annotated[str | None, Query(alias="format")]
+_BIG = 2**62  # under every database's BIGINT, so no bound parameter can overflow
+Page = Annotated[int, Query(ge=1, le=2**31)]
+PerPage = Annotated[int, Query(ge=1, le=100)]
+
+
+class RejectNul:
+    """Pure ASGI guard: no name, query or version here may contain NUL, and PostgreSQL
+    cannot store one, so such requests are a 400 before any handler runs."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (
+            "\x00" in scope["path"] or b"%00" in scope.get("query_string", b"")
+        ):
+            response = JSONResponse(
+                s.ErrorBody(
+                    error="bad_request", message="the request URL contains a NUL character"
+                ).model_dump(),
+                status_code=400,
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def open_service(settings: Settings) -> HubService:
@@ -85,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.metrics = metrics
+    app.add_middleware(RejectNul)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     _install_error_handlers(app)
 
@@ -297,7 +324,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Response(status_code=204)
 
     @app.get(f"{api}/journal", response_model=list[s.JournalEntryOut])
-    def journal(who: Auth, since: int = 0, limit: int = 100) -> list[s.JournalEntryOut]:
+    def journal(
+        who: Auth,
+        since: Annotated[int, Query(ge=0, le=_BIG)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> list[s.JournalEntryOut]:
         return service.journal(require_principal(who), since, limit)
 
     @app.post(f"{api}/tokens", response_model=s.TokenCreated, status_code=201)
@@ -309,7 +340,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return service.list_tokens(require_principal(who))
 
     @app.delete(f"{api}/tokens/{{token_id}}", response_model=s.TokenOut)
-    def revoke_token(token_id: int, who: Auth) -> s.TokenOut:
+    def revoke_token(token_id: Annotated[int, Path(ge=1, le=_BIG)], who: Auth) -> s.TokenOut:
         return service.revoke_token(require_principal(who), token_id)
 
     @app.get(f"{api}/projects", response_model=s.ProjectList)
@@ -318,8 +349,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         q: str | None = None,
         owner: str | None = None,
         tag: str | None = None,
-        page: int = 1,
-        per_page: int = 20,
+        page: Page = 1,
+        per_page: PerPage = 20,
     ) -> s.ProjectList:
         return service.list_projects(
             who, query=q, owner=owner, tag=tag, page=page, per_page=per_page
@@ -459,6 +490,18 @@ def _install_error_handlers(app: FastAPI) -> None:
             body(code, str(exc.detail)),
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(DataError)
+    async def data_error(_request: Request, exc: DataError) -> JSONResponse:
+        # The database refused a value taken from the request (a NUL byte in JSON text, a
+        # number out of range): the client's input, not the server, is at fault.
+        log.warning("database refused a request value: %s", exc.orig)
+        return JSONResponse(
+            body(
+                "bad_request", "a value in the request cannot be stored (NUL byte or out of range)"
+            ),
+            status_code=400,
         )
 
     @app.exception_handler(Exception)

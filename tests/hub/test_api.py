@@ -147,3 +147,52 @@ def test_head_requests_on_index_and_files(hub: Hub) -> None:
         f"{hub.url}/files/{sha[:2]}/{sha}/{name.replace('-', '_')}-1.0.0-py3-none-any.whl"
     )
     assert r.status_code == 200 and r.headers["etag"] == f'"{sha}"'
+
+
+def test_hostile_values_are_400s_not_500s(hub: Hub) -> None:
+    """NUL bytes and out-of-range numbers (which PostgreSQL refuses) are the client's error."""
+    owner, token = hub.new_user()
+    name = hub.unique("hostile-env")
+    sha = hub.upload(hub.wheel(name), token).json()["sha256"]
+    admin = hub.admin_token
+    for url in (
+        "/simple/%00/",
+        "/%00/simple/",
+        "/%00/x/simple/",
+        f"/files/{sha[:2]}/{sha}%00/x.whl",
+        "/api/v1/projects?q=%00",
+        "/api/v1/projects?owner=%00",
+        "/api/v1/projects?tag=a%00",
+        "/api/v1/projects/%00/x",
+        f"/api/v1/projects/{owner}/{name}/versions/1%00",
+        "/api/v1/projects?page=99999999999999999999",
+        "/api/v1/projects?page=0",
+        "/api/v1/projects?per_page=101",
+        "/api/v1/journal?since=99999999999999999999",
+        "/api/v1/journal?limit=0",
+    ):
+        r = httpx.get(hub.url + url, headers={"Authorization": f"Bearer {admin}"})
+        assert r.status_code == 400, (url, r.status_code, r.text)
+        assert r.json()["message"], url
+    r = hub.api("DELETE", "/tokens/99999999999999999999", token)
+    assert r.status_code == 400, r.text
+    r = hub.api("POST", "/tokens", token, json={"name": "a\u0000b", "scopes": ["read"]})
+    assert r.status_code in (201, 400), r.text  # SQLite stores NUL; PostgreSQL cannot
+    evals = f"/projects/{owner}/{name}/versions/1.0.0/evals"
+    base = {"wheel_sha256": sha, "model": "m", "num_examples": 1}
+    for bad in (
+        {"num_examples": 2**40},
+        {"rollouts_per_example": 2**40},
+        {"model": "a\u0000b"},
+        {"details": {"x": "a\u0000b"}},
+    ):
+        r = hub.api("POST", evals, token, json={**base, **bad})
+        assert r.status_code in (201, 400), (bad, r.text)
+    nan = b'{"wheel_sha256": "%s", "model": "m", "num_examples": 1, "metrics": {"x": NaN}}'
+    r = httpx.post(
+        f"{hub.url}/api/v1{evals}",
+        content=nan % sha.encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    assert r.status_code in (201, 400), r.text
+    assert hub.api("GET", evals).status_code == 200
