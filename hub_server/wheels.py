@@ -290,6 +290,8 @@ def _parse_metadata(raw: bytes, filename: str) -> WheelInfo:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidUpload(f"{filename}: METADATA is not UTF-8") from None
+    if "\x00" in text:
+        raise InvalidUpload(f"{filename}: METADATA contains a NUL byte; rebuild the distribution")
     msg = email.parser.Parser(policy=email.policy.compat32).parsestr(text)
     name = (msg.get("Name") or "").strip()
     version_raw = (msg.get("Version") or "").strip()

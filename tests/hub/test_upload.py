@@ -92,6 +92,7 @@ def _zip(path: Path, members: dict[str, bytes], compress: int = zipfile.ZIP_DEFL
         ("name_mismatch", "METADATA Name"),
         ("version_mismatch", "METADATA Version"),
         ("missing_metadata", "METADATA"),
+        ("nul_metadata", "NUL byte"),
         ("not_a_zip", "not a valid zip"),
         ("bad_sdist", "not a valid gzip"),
         ("zip_sdist", "only wheels (.whl) and .tar.gz"),
@@ -114,6 +115,8 @@ def test_bad_uploads_refused_with_clear_message(hub: Hub, case: str, needle: str
         path = hub.wheel(name, metadata_version="9.9.9")
     elif case == "missing_metadata":
         path = hub.wheel(name, omit_metadata=True)
+    elif case == "nul_metadata":  # PostgreSQL cannot store it: refused before anything is stored
+        path = hub.wheel(name, summary="a\x00b")
     elif case == "not_a_zip":
         path = hub.tmp / "junk" / fname
         path.parent.mkdir(parents=True, exist_ok=True)

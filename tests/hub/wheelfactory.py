@@ -27,6 +27,7 @@ def make_wheel(
     omit_metadata: bool = False,
     extra_members: dict[str, bytes] | None = None,
     entry_point: bool = True,
+    summary: str | None = None,
 ) -> Path:
     """Write ``{name}-{version}-py3-none-any.whl`` into ``dest`` and return its path."""
     dist = name.replace("-", "_")
@@ -36,7 +37,7 @@ def make_wheel(
         "Metadata-Version: 2.1",
         f"Name: {metadata_name or name}",
         f"Version: {metadata_version or version}",
-        f"Summary: test environment {name}",
+        f"Summary: {summary if summary is not None else f'test environment {name}'}",
         "Requires-Python: >=3.8",
     ]
     if keywords:
