@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 @handle_errors
 def train_command(
     config: Path = typer.Argument(..., help="Training config (TOML).", show_default=False),
-    steps: int | None = typer.Option(None, "--steps", help="Override train.steps."),
+    steps: int | None = typer.Option(None, "--steps", min=1, help="Override train.steps."),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Override train.output_dir."),
     no_resume: bool = typer.Option(
         False, "--no-resume", help="Start from scratch even if OUTPUT_DIR has checkpoints."
@@ -54,7 +54,7 @@ def train_command(
         cfg.train.output_dir = str(output_dir)
     if no_resume:
         cfg.train.resume = False
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     trainer = Trainer(cfg, on_step=_printer(cfg.train.steps))
     if trainer.step:
         print(f"resuming at step {trainer.step} from {cfg.train.output_dir}", file=sys.stderr)
