@@ -92,3 +92,31 @@ async def test_a_server_without_the_update_endpoint_is_a_clear_error(
         )
         with pytest.raises(InfraError, match=r"POST /nope .*update_weights = false"):
             await Trainer(cfg).run()
+
+
+async def test_token_ids_of_another_model_are_a_clear_error(tmp_path: Path) -> None:
+    """The project's OpenAI test server answers with byte-level toy token ids, most of them
+    outside the tiny model's vocabulary: one clear ConfigError, not an embedding IndexError."""
+    from verifiers.errors import ConfigError
+    from verifiers.testing import OpenAITestServer
+
+    async with OpenAITestServer() as server:
+        cfg = TrainConfig.from_dict(
+            {
+                "env": {"factory": "tests.train.toy_env:load_environment"},
+                "inference": {
+                    "backend": "server",
+                    "base_urls": [server.base_url],
+                    "update_weights": False,
+                },
+                "rollouts": {
+                    "rollouts_per_example": 2,
+                    "groups_per_batch": 1,
+                    "max_tokens": 4,
+                    "filter_zero_variance": False,
+                },
+                "train": {"steps": 1, "seq_len": 512, "output_dir": str(tmp_path / "run")},
+            }
+        )
+        with pytest.raises(ConfigError, match=r"token id \d+, outside the vocabulary"):
+            await Trainer(cfg).run()

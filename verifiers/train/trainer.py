@@ -275,8 +275,10 @@ class Trainer:
         ratio_sum = 0.0
         grad_norm = 0.0
         self.model.train()
+        vocab_size = int(self.model.get_input_embeddings().num_embeddings)
         for mb in packed.micro_batches:
             t = mb.tensors(self.device)
+            self._check_token_ids(t["input_ids"], vocab_size)
             # no attention mask and no cache: the model builds a block-diagonal causal mask
             # from the position restarts, so packed samples do not attend to each other
             logits = self.model(
@@ -328,6 +330,18 @@ class Trainer:
             "counts": dict(batch.counts),
             **{k: v for k, v in m.items() if k.startswith("reward/")},
         }
+
+    def _check_token_ids(self, input_ids: torch.Tensor, vocab_size: int) -> None:
+        """A clear error instead of an embedding IndexError when the inference backend's
+        token ids are not the trained model's (the server serves another model or tokenizer)."""
+        low, high = int(input_ids.min()), int(input_ids.max())
+        if low < 0 or high >= vocab_size:
+            bad = high if high >= vocab_size else low
+            raise ConfigError(
+                f"the inference backend returned token id {bad}, outside the vocabulary of "
+                f"model {self.config.model.name!r} ({vocab_size} tokens): the endpoints in "
+                "inference.base_urls must serve the model being trained, with its tokenizer"
+            )
 
     # ------------------------------------------------------------------ weights and checkpoints
 
