@@ -61,6 +61,21 @@ def test_expired_token_is_refused(hub: Hub) -> None:
     assert resp.headers["www-authenticate"].startswith("Basic")
 
 
+def test_token_lifetime_is_bounded(hub: Hub) -> None:
+    _, token = hub.new_user()
+    for days in (1e308, 36501):
+        r = hub.api("POST", "/tokens", token, json={"name": "t", "expires_in_days": days})
+        assert r.status_code == 400, r.text
+        assert "expires_in_days" in r.json()["message"]
+    r = httpx.post(
+        f"{hub.url}/api/v1/tokens",
+        content=b'{"name": "t", "expires_in_days": Infinity}',
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    assert r.status_code == 400, r.text
+    assert _token(hub, token, expires_in_days=36500)
+
+
 def test_revoked_token_is_refused(hub: Hub) -> None:
     _, token = hub.new_user()
     extra = _token(hub, token, scopes=["read", "upload"])

@@ -75,7 +75,9 @@ class TokenCreate(BaseModel):
     projects: list[str] | None = Field(
         default=None, description="restrict the token to these projects (may not exist yet)"
     )
-    expires_in_days: float | None = Field(default=None, gt=0)
+    expires_in_days: float | None = Field(
+        default=None, gt=0, le=36500, description="lifetime in days (at most 100 years)"
+    )
 
 
 class TokenOut(BaseModel):
