@@ -180,6 +180,9 @@ def test_hostile_values_are_400s_not_500s(hub: Hub) -> None:
     assert r.status_code in (201, 400), r.text  # SQLite stores NUL; PostgreSQL cannot
     evals = f"/projects/{owner}/{name}/versions/1.0.0/evals"
     base = {"wheel_sha256": sha, "model": "m", "num_examples": 1}
+    for big in ({"num_examples": 2**70}, {"rollouts_per_example": 2**31}):
+        r = hub.api("POST", evals, token, json={**base, **big})
+        assert r.status_code == 400, (big, r.text)
     for bad in (
         {"num_examples": 2**40},
         {"rollouts_per_example": 2**40},

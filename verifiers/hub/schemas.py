@@ -145,8 +145,8 @@ class JournalEntryOut(BaseModel):
 class EvalResultIn(BaseModel):
     wheel_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     model: str = Field(min_length=1, max_length=200)
-    num_examples: int = Field(ge=0)
-    rollouts_per_example: int = Field(default=1, ge=1)
+    num_examples: int = Field(ge=0, le=2**31 - 1)
+    rollouts_per_example: int = Field(default=1, ge=1, le=2**31 - 1)
     metrics: dict[str, float] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
 
