@@ -160,3 +160,26 @@ def test_unknown_environment_id_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", str(cfg)])
     assert result.exit_code == 2
     assert "no-such-env-xyz" in result.output and "Traceback" not in result.output
+
+
+def test_env_factory_module_next_to_the_config_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # undo the insertion afterwards
+    monkeypatch.delitem(sys.modules, "user_letter_env", raising=False)
+    (tmp_path / "user_letter_env.py").write_text(
+        "from tests.train.toy_env import load_environment\n"
+    )
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(
+        "[env]\nfactory = 'user_letter_env:load_environment'\nargs = { num_examples = 4 }\n"
+        "[rollouts]\nrollouts_per_example = 2\ngroups_per_batch = 1\nmax_tokens = 2\n"
+        "filter_zero_variance = false\n"
+        f"[train]\nsteps = 1\nseq_len = 64\noutput_dir = '{tmp_path / 'run'}'\n"
+    )
+    result = CliRunner().invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 0, result.output
+    assert len(_metrics(tmp_path / "run")) == 1
+    sys.modules.pop("user_letter_env", None)

@@ -7,7 +7,9 @@ Example::
     seed = 0
 
     [env]
-    id = "my-env"            # an installed environment (vf env install ...)
+    id = "my-env"            # an installed environment (vf env install ...), or
+    # factory = "my_module:load_environment"   # a function; my_module.py may sit next to
+    #                                          # this file or in the working directory
     args = { difficulty = "easy" }
 
     [inference]
@@ -34,7 +36,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from verifiers.errors import ConfigError
 
@@ -130,6 +132,13 @@ class TrainConfig(_Section):
     inference: InferenceSection = Field(default_factory=lambda: InferenceSection.model_validate({}))
     rollouts: RolloutsSection = Field(default_factory=lambda: RolloutsSection.model_validate({}))
     train: TrainSection = Field(default_factory=lambda: TrainSection.model_validate({}))
+    _base_dir: Path | None = PrivateAttr(None)
+
+    @property
+    def base_dir(self) -> Path | None:
+        """The directory of the file this config was read from (where ``env.factory``
+        modules are also looked for), or None."""
+        return self._base_dir
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> TrainConfig:
@@ -152,4 +161,6 @@ def load_train_config(path: str | Path) -> TrainConfig:
         data = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p} is not valid TOML: {e}") from None
-    return TrainConfig.from_dict(data, source=str(p))
+    config = TrainConfig.from_dict(data, source=str(p))
+    config._base_dir = p.resolve().parent
+    return config

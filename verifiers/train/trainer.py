@@ -29,6 +29,7 @@ import json
 import logging
 import random
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -167,6 +168,7 @@ class Trainer:
                 raise ConfigError(
                     f"env.factory must look like 'module:function', got {cfg.factory!r}"
                 )
+            self._make_importable(module_name)
             try:
                 factory = getattr(importlib.import_module(module_name), attr)
             except (ImportError, AttributeError) as e:
@@ -176,6 +178,17 @@ class Trainer:
 
         assert cfg.id is not None
         return load_environment(cfg.id, **cfg.args)
+
+    def _make_importable(self, module_name: str) -> None:
+        """Put the config file's directory or the working directory on ``sys.path`` when the
+        factory's top-level module lives there (as ``python script.py`` would for a script)."""
+        top = module_name.split(".")[0]
+        for d in (self.config.base_dir, Path.cwd()):
+            if d is None or str(d) in sys.path:
+                continue
+            if (d / f"{top}.py").is_file() or (d / top / "__init__.py").is_file():
+                sys.path.insert(0, str(d))
+                return
 
     def _clients(self) -> list[Client]:
         inf = self.config.inference
