@@ -135,7 +135,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # ------------------------------------------------------------------ simple index
 
-    def index_response(request: Request, body_fn: Any, etag_seed: str, fmt: str | None) -> Response:
+    def index_response(
+        request: Request, body_fn: Any, etag_seed: str, fmt: str | None, private: bool = False
+    ) -> Response:
         try:
             ctype = negotiate(request.headers.get("accept"), fmt)
         except NotAcceptable:
@@ -145,7 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 headers={"Vary": "Accept"},
             )
         etag = f'"{hashlib.sha256(f"{etag_seed}|{ctype}".encode()).hexdigest()[:32]}"'
-        headers = {"Vary": "Accept", "ETag": etag, "Cache-Control": "max-age=0, must-revalidate"}
+        cache = ("private, " if private else "") + "max-age=0, must-revalidate"
+        headers = {"Vary": "Accept", "ETag": etag, "Cache-Control": cache}
         if etag_matches(request.headers.get("if-none-match"), etag):
             return Response(status_code=304, headers=headers)
         media = ctype if ctype == JSON_V1 else f"{ctype}; charset=utf-8"
@@ -179,7 +182,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             raise NotFound("no such project on this index")
         resp = index_response(
-            request, lambda ct: rendered(name, state.serial, ct), f"p{state.serial}|{name}", fmt
+            request,
+            lambda ct: rendered(name, state.serial, ct),
+            f"p{state.serial}|{name}",
+            fmt,
+            private=state.private,
         )
         resp.headers["X-PyPI-Last-Serial"] = str(state.serial)
         return resp
@@ -417,7 +424,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         owner_or_404(owner)
         names = service.index_names(who, owner, include_private=True)
         seed = f"o{service.last_serial()}|{owner}|{who.token_id if who else 0}"
-        return index_response(request, lambda ct: render_root(names, ct), seed, fmt)
+        return index_response(
+            request, lambda ct: render_root(names, ct), seed, fmt, private=who is not None
+        )
 
     @app.api_route("/{owner}/simple/{name}/", methods=["GET", "HEAD"])
     def owner_project(
@@ -444,7 +453,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 raise Unauthorized(f"{owner}/{norm} is private: authenticate with a read token")
             raise NotFound(f"no environment {owner}/{norm} on this hub")
         seed = f"x{state.serial}|{norm}"
-        return index_response(request, lambda ct: render_root([norm], ct), seed, fmt)
+        return index_response(
+            request, lambda ct: render_root([norm], ct), seed, fmt, private=state.private
+        )
 
     @app.api_route("/{owner}/{project}/simple/{name}/", methods=["GET", "HEAD"])
     def project_page_scoped(

@@ -130,6 +130,13 @@ def test_private_project_visibility_and_install_with_read_token(hub: Hub, tmp_pa
     r = pip_install(f"{hub.url}/{owner}/{name}/simple/", tmp_path / "t", name, token=read)
     assert r.returncode == 0, r.stderr
     assert _installed_version(tmp_path / "t", name) == "1.0.0"
+    # what it was shown must stay out of shared caches
+    auth = {"Authorization": f"Bearer {read}"}
+    for path in (f"/{owner}/simple/{name}/", f"/{owner}/{name}/simple/", f"/{owner}/simple/"):
+        page = httpx.get(hub.url + path, headers=auth)
+        assert page.status_code == 200, path
+        assert page.headers["cache-control"].startswith("private"), path
+    assert not httpx.get(f"{hub.url}/simple/").headers["cache-control"].startswith("private")
     # so does uv
     r = uv_pip_install(with_auth(f"{hub.url}/{owner}/{name}/simple/", read), tmp_path / "uv", name)
     assert r.returncode == 0, r.stderr
