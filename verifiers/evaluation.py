@@ -11,6 +11,7 @@ configuration and runs only what is missing or errored.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import platform
 import subprocess
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from verifiers.clients.base import Client, as_client
 from verifiers.errors import ConfigError
@@ -118,6 +119,38 @@ def _check_writable(run_dir: Path) -> None:
             f"cannot write to the run directory {run_dir}: permission denied; choose another "
             "output directory (-o DIR)"
         )
+
+
+def _new_run_dir(base: Path, digest: str) -> Path:
+    """A fresh ``base/TIMESTAMP-HASH`` directory; runs started in the same second get a
+    numbered suffix instead of sharing one."""
+    _check_writable(base)
+    name = f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{digest[:8]}"
+    for i in itertools.count():
+        run_dir = base / (f"{name}-{i}" if i else name)
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        return run_dir
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _lock_run_dir(run_dir: Path) -> IO[bytes]:
+    """Hold an exclusive lock on the run directory for the run (released when the file is
+    closed or the process dies), so that two runs never write into one directory."""
+    import fcntl
+
+    lock = (run_dir / ".lock").open("wb")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise ConfigError(
+            f"another run is writing to {run_dir}; wait for it to finish or choose another "
+            "output directory (-o DIR)"
+        ) from None
+    return lock
 
 
 def _check_same_config(run_dir: Path, config: dict[str, Any], digest: str) -> None:
@@ -254,6 +287,7 @@ async def evaluate_async(
     }
     digest = config_hash(config)
     run_dir: Path | None = None
+    lock: IO[bytes] | None = None
     kept: list[dict[str, Any]] = []
     if save_results or resume or output_dir is not None:
         base = Path(results_root) / f"{_slug(env.env_id)}--{_slug(model)}"
@@ -267,9 +301,10 @@ async def evaluate_async(
                 read_records(run_dir / RESULTS_FILE), env.has_group_rewards, n
             )
         if run_dir is None:
-            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-            run_dir = base / f"{stamp}-{digest[:8]}"
-        _check_writable(run_dir)
+            run_dir = _new_run_dir(base, digest)
+        else:
+            _check_writable(run_dir)
+        lock = _lock_run_dir(run_dir)
     done_keys = {(r["example_id"], r["rollout_index"]) for r in kept}
 
     jobs: list[tuple[dict[str, Any], list[int]]] = []
@@ -349,6 +384,8 @@ async def evaluate_async(
         metadata["summary"]["request_failures"] = _client_stats(pool, base_client)
         if run_dir is not None:
             write_json_atomic(run_dir / METADATA_FILE, metadata)
+        if lock is not None:
+            lock.close()
         if pool is None and base_client is not None and base_client is not client:
             await base_client.close()
     records.sort(key=lambda r: (str(r["example_id"]), r["rollout_index"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,38 @@ async def test_resume_over_an_unreadable_metadata_file_says_what_to_do(tmp_path:
     (tmp_path / "metadata.json").unlink()
     result = await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path, resume=True)
     assert result.metadata["resumed_records"] == 3
+
+
+async def test_runs_started_together_get_their_own_directories(tmp_path: Path) -> None:
+    # same configuration, same second: the timestamped names collide
+    first, second = await asyncio.gather(
+        vf.evaluate_async(env(), model="oracle", save_results=True, results_root=tmp_path),
+        vf.evaluate_async(env(), model="oracle", save_results=True, results_root=tmp_path),
+    )
+    assert first.path != second.path
+    for result in (first, second):
+        assert result.path is not None
+        assert len((result.path / "results.jsonl").read_text().splitlines()) == 3
+
+
+async def test_a_directory_in_use_by_another_run_is_refused(tmp_path: Path) -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def held(completion: vf.Messages) -> float:
+        started.set()
+        await release.wait()
+        return 1.0
+
+    slow = vf.SingleTurnEnv(
+        dataset=[{"question": "q", "answer": "a"}], rubric=vf.Rubric(funcs=[held])
+    )
+    running = asyncio.create_task(vf.evaluate_async(slow, model="oracle", output_dir=tmp_path))
+    await started.wait()
+    with pytest.raises(vf.ConfigError, match="another run is writing to"):
+        second = vf.evaluate_async(slow, model="oracle", output_dir=tmp_path, resume=True)
+        await asyncio.wait_for(second, timeout=30)  # were it let in, it would wait on `held`
+    release.set()
+    assert (await running).avg_reward == 1.0
+    resumed = await vf.evaluate_async(slow, model="oracle", output_dir=tmp_path, resume=True)
+    assert resumed.metadata["resumed_records"] == 1
