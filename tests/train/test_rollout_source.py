@@ -297,3 +297,21 @@ async def test_mean_reward_is_reported_per_task_when_there_are_several() -> None
     assert batch.metrics["reward/odd"] == 0.5
     assert batch.metrics["reward"] == 0.75
     await src.close()
+
+
+async def test_state_of_a_larger_dataset_loads_into_a_smaller_one() -> None:
+    """Resuming after the environment's dataset shrank starts a new epoch over the rows that
+    exist instead of indexing past the end."""
+    clock, _, _, big = _setup([1.0], n_rows=10, groups_per_batch=2, max_in_flight=2)
+    await clock.run(big.next_batch(0))
+    await big.close()
+    state = big.state_dict()
+    assert any(i >= 3 for i in state["order"])
+    clock, _, env, small = _setup([1.0], n_rows=3, groups_per_batch=2, max_in_flight=2)
+    small.load_state_dict(state)
+    assert all(i < 3 for i in small.pass_rates)
+    for step in range(3):
+        batch = await clock.run(small.next_batch(step))
+        assert len(batch.samples) == 4
+    await small.close()
+    assert {example_id for _, example_id in env.launches} <= {0, 1, 2}

@@ -287,13 +287,20 @@ class RolloutSource:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict`. When the dataset shrank since (another version
+        of the environment), rows that no longer exist are forgotten and a new epoch starts."""
+        n = len(self.rows)
         self.pass_rates = {}
         self._pools = {"easy": _IndexedSet(), "hard": _IndexedSet()}
         for k, v in state["pass_rates"].items():
-            self._set_pass_rate(int(k), float(v))
+            if int(k) < n:
+                self._set_pass_rate(int(k), float(v))
         self._rng.setstate(state["rng"])
-        self._order = list(state["order"])
-        self._cursor = int(state["cursor"])
+        order = [int(i) for i in state["order"]]
+        if len(order) == n and all(i < n for i in order):
+            self._order, self._cursor = order, int(state["cursor"])
+        else:
+            self._order, self._cursor = [], 0
         self._next_group = int(state["next_group"])
         self.counts = Counter(state["counts"])
 
