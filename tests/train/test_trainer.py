@@ -183,3 +183,39 @@ def test_env_factory_module_next_to_the_config_is_found(
     assert result.exit_code == 0, result.output
     assert len(_metrics(tmp_path / "run")) == 1
     sys.modules.pop("user_letter_env", None)
+
+
+def test_resume_applies_new_hyperparameters_and_refuses_another_model(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from verifiers.train.config import load_train_config
+    from verifiers.train.trainer import Trainer
+
+    out = tmp_path / "run"
+    base = (
+        "[model]\nhidden_size = {hidden}\n"
+        "[env]\nfactory = 'tests.train.toy_env:load_environment'\n"
+        "[rollouts]\nrollouts_per_example = 2\ngroups_per_batch = 1\nmax_tokens = 2\n"
+        "filter_zero_variance = false\n"
+        f"[train]\nsteps = {{steps}}\nlr = {{lr}}\nseq_len = 64\noutput_dir = '{out}'\n"
+    )
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(base.format(hidden=64, steps=1, lr=0.01))
+    assert CliRunner().invoke(app, ["train", str(cfg)]).exit_code == 0
+
+    # a new learning rate takes effect (not the checkpoint's) and is named
+    cfg.write_text(base.format(hidden=64, steps=2, lr=0.001))
+    with caplog.at_level("WARNING", logger="verifiers.train.trainer"):
+        resumed = Trainer(load_train_config(cfg))
+    assert resumed.step == 1
+    assert [g["lr"] for g in resumed.optimizer.param_groups] == [0.001]
+    assert "train.lr: 0.01 -> 0.001" in caplog.text and "train.steps" not in caplog.text
+
+    # another model cannot continue this run: one clear line naming what changed
+    cfg.write_text(base.format(hidden=32, steps=2, lr=0.001))
+    result = CliRunner().invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 2, result.output
+    assert "model.hidden_size: 64 -> 32" in result.output and "--no-resume" in result.output
+    assert "Traceback" not in result.output
+    again = CliRunner().invoke(app, ["train", str(cfg), "--no-resume", "--steps", "1"])
+    assert again.exit_code == 0, again.output

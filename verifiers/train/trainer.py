@@ -401,16 +401,38 @@ class Trainer:
             "client_rng": [
                 c.generator.get_state() for c in self.clients if isinstance(c, LocalModelClient)
             ],
+            "config": self.config.model_dump(mode="json"),
         }
         tmp = path / (STATE_FILE + ".tmp")
         torch.save(state, tmp)
         tmp.replace(path / STATE_FILE)  # written last: marks the checkpoint complete
         return path
 
+    def _check_resumable(self, path: Path, saved: dict[str, Any]) -> None:
+        """Refuse to resume when [model] or [env] changed (the checkpoint is another run);
+        name the other changed settings, which the resumed run applies."""
+        changes = _config_changes(saved, self.config.model_dump(mode="json"))
+        fixed = [c for c in changes if c.split(".")[0] in ("model", "env")]
+        if fixed:
+            raise ConfigError(
+                f"{self.output_dir} holds a checkpoint ({path.name}) of a run with other "
+                f"settings: {'; '.join(fixed)}. Resume with the same [model] and [env], or "
+                "start a new run: --no-resume, or another train.output_dir (model.name may "
+                "point at the checkpoint directory to start from its weights)"
+            )
+        if changes:
+            logger.warning("resuming from %s with changed settings: %s", path, "; ".join(changes))
+
     def _load_trainer_state(self, path: Path) -> None:
         state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+        if "config" in state:
+            self._check_resumable(path, state["config"])
         self.step = int(state["step"])
         self.optimizer.load_state_dict(state["optimizer"])
+        for group in self.optimizer.param_groups:  # the config's values, not the checkpoint's
+            group["lr"] = self.config.train.lr
+            group["betas"] = self.config.train.betas
+            group["weight_decay"] = self.config.train.weight_decay
         self.source.load_state_dict(state["source"])
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
@@ -418,3 +440,29 @@ class Trainer:
         for client, rng in zip(locals_, state["client_rng"], strict=False):
             client.generator.set_state(rng)
         logger.info("resumed from %s at step %d", path, self.step)
+
+
+# settings that may differ between a run and its resumption without being reported
+_RUNTIME_KEYS = {
+    "model.device",
+    "model.dtype",
+    "train.steps",
+    "train.output_dir",
+    "train.resume",
+    "inference.base_urls",
+}
+
+
+def _config_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """``"section.key: old -> new"`` for every setting that differs (nested tables flattened)."""
+    changes: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        name = f"{prefix}{key}"
+        a, b = old.get(key), new.get(key)
+        if name in _RUNTIME_KEYS or a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict) and name.count(".") < 1:
+            changes.extend(_config_changes(a, b, name + "."))
+        else:
+            changes.append(f"{name}: {a!r} -> {b!r}")
+    return changes
