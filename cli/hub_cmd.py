@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +45,33 @@ def _settings(data_dir: Path | None, database_url: str | None) -> Settings:
         raise CLIError(str(e)) from None
 
 
+@contextmanager
+def _storage_errors(settings: Settings) -> Iterator[None]:
+    """Name the database or directory that cannot be opened, in one line."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+    try:
+        where = make_url(settings.resolved_database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        where = "the database URL"
+    try:
+        yield
+    except (ArgumentError, NoSuchModuleError) as e:
+        raise CLIError(
+            f"invalid database URL {where}: {e}",
+            "use postgresql://USER@HOST/DB, or leave it out for SQLite in --data-dir",
+        ) from None
+    except DBAPIError as e:
+        detail = str(e.orig).strip().splitlines()[0] if e.orig else type(e).__name__
+        raise CLIError(f"cannot open the database {where}: {detail}") from None
+    except OSError as e:
+        raise CLIError(
+            f"cannot use {e.filename or settings.data_dir}: {e.strerror or e}",
+            "pass a writable --data-dir (or VF_HUB_DATA_DIR)",
+        ) from None
+
+
 @app.command("serve")
 @handle_errors
 def serve(
@@ -64,9 +93,12 @@ def serve(
     where = settings.database_url or str(settings.data_dir)
     typer.echo(f"vf hub: serving on http://{host}:{port} (data: {where})", err=True)
     if workers == 1:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+        with _storage_errors(settings):
+            hub = create_app(settings)
+        uvicorn.run(hub, host=host, port=port, log_level=log_level)
         return
-    open_service(settings).engine.dispose()  # migrate once, before the workers start
+    with _storage_errors(settings):
+        open_service(settings).engine.dispose()  # migrate once, before the workers start
     os.environ["VF_HUB_AUTO_MIGRATE"] = "0"
     os.environ["VF_HUB_DATA_DIR"] = str(settings.data_dir)
     if settings.database_url:
@@ -93,7 +125,9 @@ def user_create(
     from hub_server.app import open_service
     from hub_server.errors import HubError
 
-    service = open_service(_settings(data_dir, database_url))
+    settings = _settings(data_dir, database_url)
+    with _storage_errors(settings):
+        service = open_service(settings)
     try:
         user, token = service.create_user(name, admin=admin)
     except HubError as e:
@@ -117,7 +151,9 @@ def gc(
     """Delete blobs no published file references (lost upload races, deleted releases)."""
     from hub_server.app import open_service
 
-    service = open_service(_settings(data_dir, database_url))
+    settings = _settings(data_dir, database_url)
+    with _storage_errors(settings):
+        service = open_service(settings)
     try:
         deleted = service.collect_garbage(grace_minutes * 60, dry_run=dry_run)
     finally:
@@ -136,13 +172,14 @@ def migrate(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL) -> None:
     from hub_server.migrate import current_revision, upgrade
 
     settings = _settings(data_dir, database_url)
-    if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        before = current_revision(engine)
-        upgrade(engine)
-        after = current_revision(engine)
-    finally:
-        engine.dispose()
+    with _storage_errors(settings):
+        if settings.database_url is None:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(settings.resolved_database_url)
+        try:
+            before = current_revision(engine)
+            upgrade(engine)
+            after = current_revision(engine)
+        finally:
+            engine.dispose()
     typer.echo(f"database at revision {after}" + ("" if before == after else f" (was {before})"))

@@ -11,6 +11,7 @@ from hub_server.index import HTML_V1, JSON_V1, NotAcceptable, etag_matches, nego
 from hub_server.settings import Settings
 from hub_server.wheels import inspect_wheel
 
+from .clitools import vf
 from .wheelfactory import make_wheel
 
 
@@ -120,3 +121,18 @@ def test_lying_size_header_is_caught(tmp_path: Path) -> None:
     w.write_bytes(bytes(raw))
     with pytest.raises(InvalidUpload, match=r"declared size|corrupt"):
         _inspect(w)
+
+
+def test_hub_commands_name_an_unusable_database_or_data_dir(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    for where, needle in (
+        (["--database-url", "notadialect://x"], "invalid database URL notadialect://x"),
+        (["--database-url", "postgresql://u:secret@127.0.0.1:1/x"], "cannot open the database"),
+        (["--data-dir", str(blocker / "sub")], f"cannot use {blocker / 'sub'}"),
+    ):
+        for cmd in (["hub", "user", "create", "someone"], ["hub", "migrate"]):
+            code, _, err = vf([*cmd, *where], {})
+            assert code == 1, (cmd, where, err)
+            assert needle in err and "Error:" not in err, (cmd, err)  # no exception class names
+            assert "secret" not in err
