@@ -209,3 +209,25 @@ async def test_subprocess_backend_kills_detached_children_at_stop() -> None:
         assert r.stdout == "started\n"
         assert len(wait_for_pids(tag, 2)) >= 2  # background processes outlive their exec
     assert pids_with(tag) == []  # the agent adopted and killed them
+
+
+@needs_bwrap
+def test_a_stop_cut_short_by_loop_shutdown_still_cleans_up() -> None:
+    """asyncio.run() cancels every pending task at exit, the shielded stop included."""
+    tag = marker()
+    loop = asyncio.new_event_loop()
+    try:
+        sb = create_sandbox("bwrap")
+        loop.run_until_complete(sb.start())
+        loop.run_until_complete(sb.exec(f"setsid -f sleep {tag}"))
+        assert wait_for_pids(tag, 1)
+        stopping = loop.create_task(sb.stop())
+        loop.run_until_complete(asyncio.sleep(0))  # the stop has begun ...
+        pending = asyncio.all_tasks(loop) | {stopping}
+        for task in pending:  # ... and is cancelled, as asyncio.run does at shutdown
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    finally:
+        loop.close()
+    assert _wait_gone(tag) == []
+    assert not [g for g in _cgroup.leftover_groups(os.getpid()) if sb.id in g.name]

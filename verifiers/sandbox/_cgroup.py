@@ -218,9 +218,9 @@ class SandboxCgroup:
             return None
         return 0
 
-    def remove(self) -> None:
+    def remove(self, wait_s: float = 0.0) -> None:
         for group in self.groups.values():
-            _remove(group)
+            _remove(group, wait_s)
         self.groups.clear()
 
     async def remove_async(self, limit_s: float = 30.0) -> None:

@@ -237,6 +237,10 @@ class AgentSandbox(Sandbox):
 
     async def _cleanup(self) -> None:
         """Called after every process of the sandbox is gone."""
+        self._cleanup_sync()
+
+    def _cleanup_sync(self) -> None:
+        """Release host resources without the event loop (also when a stop is cancelled)."""
 
     # lifecycle -----------------------------------------------------------------------------
 
@@ -361,29 +365,34 @@ class AgentSandbox(Sandbox):
     async def _stop(self) -> None:
         proc = self._proc
         self._fail("the sandbox was stopped")
-        if self._reader is not None:
-            # unregister the socket from the loop before closing it (its fd number is reused)
-            self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
-        if self._sock is not None:
-            # the agent kills what it started when its socket closes
-            self._sock.close()
-        if self._graceful_stop and proc is not None:
-            await _wait_pid_gone(proc.pid, 2.0)
         pids = [p for p in (*self._extra_pids, proc.pid if proc else None) if p is not None]
-        waits = [_wait_pid_gone(pid) for pid in pids]
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        await asyncio.gather(*waits)
-        if proc is not None:
-            with contextlib.suppress(Exception):
-                proc.wait(timeout=5)
-            if proc.stderr is not None:
-                proc.stderr.close()
-        _LIVE.pop(id(self), None)
-        await self._cleanup()
+        try:
+            if self._reader is not None:
+                # unregister the socket from the loop before closing it (fd numbers are reused)
+                self._reader.cancel()
+                await asyncio.gather(self._reader, return_exceptions=True)
+            if self._sock is not None:
+                self._sock.close()  # the agent kills what it started when its socket closes
+            if self._graceful_stop and proc is not None:
+                await _wait_pid_gone(proc.pid, 2.0)
+            waits = [_wait_pid_gone(pid) for pid in pids]
+            _kill_all(pids)
+            await asyncio.gather(*waits)
+            await self._cleanup()
+        except BaseException:
+            # cancelled, typically because the event loop is shutting down: finish without it
+            _kill_all(pids)
+            self._cleanup_sync()
+            raise
+        finally:
+            if self._sock is not None:
+                self._sock.close()
+            if proc is not None:
+                with contextlib.suppress(Exception):
+                    proc.wait(timeout=5)
+                if proc.stderr is not None:
+                    proc.stderr.close()
+            _LIVE.pop(id(self), None)
 
     # commands ------------------------------------------------------------------------------
 
@@ -526,6 +535,12 @@ class _StdinFeeder:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

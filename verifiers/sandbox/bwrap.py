@@ -183,3 +183,7 @@ class BwrapSandbox(AgentSandbox):
     async def _cleanup(self) -> None:
         if self._cgroup is not None:
             await self._cgroup.remove_async()
+
+    def _cleanup_sync(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.remove(wait_s=2.0)

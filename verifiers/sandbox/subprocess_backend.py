@@ -73,6 +73,6 @@ class SubprocessSandbox(AgentSandbox):
     def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
         return agent_argv(sys.executable, agent_fd, {**config, "subreaper": True})
 
-    async def _cleanup(self) -> None:
+    def _cleanup_sync(self) -> None:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
