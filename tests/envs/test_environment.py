@@ -259,6 +259,11 @@ async def test_structured_tool_results_reach_the_model_as_readable_json() -> Non
     assert content == '{"city": "Zürich", "tags": ["café", "東京"], "population": 3}'
 
 
+def test_tool_env_refuses_the_completion_message_type() -> None:
+    with pytest.raises(vf.ConfigError, match="needs message_type='chat'"):
+        vf.ToolEnv(dataset=rows(1), tools=[fails], message_type="completion")
+
+
 async def test_stop_errors_end_the_rollout() -> None:
     client = ScriptedClient(
         replies=[{"tool_calls": [{"name": "fails", "arguments": {"x": 1}}]}, "sorry"]

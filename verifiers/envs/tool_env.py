@@ -9,7 +9,7 @@ from typing import Any
 
 from verifiers.decorators import stop
 from verifiers.envs.multiturn_env import MultiTurnEnv
-from verifiers.errors import InfraError, ToolCallError, ToolParseError
+from verifiers.errors import ConfigError, InfraError, ToolCallError, ToolParseError
 from verifiers.types import Message, Messages, State
 from verifiers.utils.async_utils import is_async_callable
 from verifiers.utils.tool_schema import function_to_tool_schema, tool_name
@@ -53,6 +53,11 @@ class ToolEnv(MultiTurnEnv):
         self.stop_errors: tuple[type[Exception], ...] = tuple(stop_errors or ())
         tool_defs = list(kwargs.pop("tool_defs", None) or [])
         super().__init__(max_turns=max_turns, tool_defs=tool_defs, **kwargs)
+        if self.message_type != "chat":
+            raise ConfigError(
+                f"{type(self).__name__} needs message_type='chat': tool calls exist only in "
+                "chat completions"
+            )
         for tool in tools or []:
             self.add_tool(tool)
 
