@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import warnings
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -21,11 +22,13 @@ from sqlalchemy import text
 from sqlalchemy.exc import DataError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from hub_server.auth import Principal, require_principal, token_from_headers
 from hub_server.db import make_engine, make_sessionmaker
 from hub_server.errors import BadRequest, HubError, NotFound, TooLarge, Unauthorized
 from hub_server.index import (
+    HTML_V1,
     JSON_V1,
     NotAcceptable,
     etag_matches,
@@ -53,10 +56,93 @@ def _principal(request: Request) -> Principal | None:
 
 
 Auth = Annotated[Principal | None, Depends(_principal)]
-Fmt = Annotated[str | None, Query(alias="format")]
+Fmt = Annotated[
+    str | None,
+    Query(
+        alias="format",
+        description="overrides Accept (else 406 Not Acceptable)",
+        json_schema_extra={"enum": ["text/html", JSON_V1, HTML_V1]},
+    ),
+]
 _BIG = 2**62  # under every database's BIGINT, so no bound parameter can overflow
 Page = Annotated[int, Query(ge=1, le=2**31)]
 PerPage = Annotated[int, Query(ge=1, le=100)]
+
+
+_TEXT = {"schema": {"type": "string"}}
+INDEX_DOC: dict[str, Any] = {
+    "response_class": Response,
+    "responses": {
+        200: {
+            "description": "PEP 503 HTML or PEP 691 JSON, chosen by Accept or ?format=",
+            "content": {
+                "text/html": _TEXT,
+                JSON_V1: {"schema": {"type": "object"}},
+                HTML_V1: _TEXT,
+            },
+        },
+        301: {"description": "redirect to the normalised name"},
+        304: {"description": "not modified (If-None-Match)"},
+    },
+}
+FILE_DOC: dict[str, Any] = {
+    "response_class": Response,
+    "responses": {
+        200: {
+            "description": "the wheel or sdist, or (for NAME.metadata) a wheel's METADATA",
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                "text/plain": _TEXT,
+            },
+        },
+        304: {"description": "not modified (If-None-Match)"},
+    },
+}
+UPLOAD_DOC: dict[str, Any] = {
+    "openapi_extra": {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["content"],
+                        "properties": {
+                            ":action": {"type": "string", "enum": ["file_upload"]},
+                            "content": {"type": "string", "format": "binary"},
+                            "sha256_digest": {"type": "string"},
+                            "owner": {"type": "string"},
+                            "private": {"type": "string", "enum": ["0", "1", "true", "false"]},
+                        },
+                    }
+                }
+            },
+        }
+    }
+}
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema, less the 422 responses it assumes (this app answers every invalid
+    request with a 400 ErrorBody, documented as each operation's default response), with one
+    operation id per method."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        with warnings.catch_warnings():  # GET+HEAD routes: the ids are made unique below
+            warnings.filterwarnings("ignore", "Duplicate Operation ID", UserWarning)
+            schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        for ops in schema.get("paths", {}).values():
+            for method, op in ops.items():
+                op.get("responses", {}).pop("422", None)
+                # GET+HEAD routes share one generated id; give each operation its own
+                base, _, _ = op.get("operationId", "").rpartition("_")
+                if base:
+                    op["operationId"] = f"{base}_{method}"
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 class RejectNul:
@@ -106,7 +192,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        responses={"default": {"model": s.ErrorBody, "description": "an error, explained"}},
     )
+    app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]
     app.state.service = service
     app.state.settings = settings
     app.state.engine = engine
@@ -201,14 +289,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(url, status_code=301)
         return None
 
-    @app.api_route("/simple/", methods=["GET", "HEAD"])
+    @app.api_route("/simple/", methods=["GET", "HEAD"], **INDEX_DOC)
     def simple_root(request: Request, who: Auth, fmt: Fmt = None) -> Response:
         names = service.index_names(who, None, include_private=False)
         return index_response(
             request, lambda ct: render_root(names, ct), f"r{service.last_serial()}", fmt
         )
 
-    @app.api_route("/simple/{name}/", methods=["GET", "HEAD"])
+    @app.api_route("/simple/{name}/", methods=["GET", "HEAD"], **INDEX_DOC)
     def simple_project(request: Request, name: str, who: Auth, fmt: Fmt = None) -> Response:
         norm = canonicalize_name(name)
         if redirect := normalised_redirect(request, **{name: norm}):
@@ -218,7 +306,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
         return project_page(request, norm, None, who, scoped=False, fmt=fmt)
 
-    @app.api_route("/files/{prefix}/{sha256}/{filename}", methods=["GET", "HEAD"])
+    @app.api_route("/files/{prefix}/{sha256}/{filename}", methods=["GET", "HEAD"], **FILE_DOC)
     def download(prefix: str, sha256: str, filename: str, request: Request, who: Auth) -> Response:
         is_meta = filename.endswith(".metadata")
         wheel_name = filename[: -len(".metadata")] if is_meta else filename
@@ -298,7 +386,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.inc("uploads" if result.created else "uploads_noop")
         return result
 
-    @app.post("/legacy/", response_model=s.UploadResult)
+    @app.post("/legacy/", response_model=s.UploadResult, **UPLOAD_DOC)
     async def legacy_upload(request: Request, who: Auth) -> s.UploadResult:
         return await receive_upload(request, who)
 
@@ -306,7 +394,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     api = "/api/v1"
 
-    @app.post(f"{api}/upload", response_model=s.UploadResult)
+    @app.post(f"{api}/upload", response_model=s.UploadResult, **UPLOAD_DOC)
     async def api_upload(request: Request, who: Auth) -> s.UploadResult:
         return await receive_upload(request, who)
 
@@ -417,7 +505,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not service.namespace_exists(owner):
             raise NotFound(f"no namespace {owner!r} on this hub")
 
-    @app.api_route("/{owner}/simple/", methods=["GET", "HEAD"])
+    @app.api_route("/{owner}/simple/", methods=["GET", "HEAD"], **INDEX_DOC)
     def owner_root(request: Request, owner: str, who: Auth, fmt: Fmt = None) -> Response:
         if redirect := normalised_redirect(request, **{owner: owner.lower()}):
             return redirect
@@ -428,7 +516,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             request, lambda ct: render_root(names, ct), seed, fmt, private=who is not None
         )
 
-    @app.api_route("/{owner}/simple/{name}/", methods=["GET", "HEAD"])
+    @app.api_route("/{owner}/simple/{name}/", methods=["GET", "HEAD"], **INDEX_DOC)
     def owner_project(
         request: Request, owner: str, name: str, who: Auth, fmt: Fmt = None
     ) -> Response:
@@ -438,7 +526,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         owner_or_404(owner)
         return project_page(request, norm, owner, who, scoped=True, fmt=fmt)
 
-    @app.api_route("/{owner}/{project}/simple/", methods=["GET", "HEAD"])
+    @app.api_route("/{owner}/{project}/simple/", methods=["GET", "HEAD"], **INDEX_DOC)
     def project_root(
         request: Request, owner: str, project: str, who: Auth, fmt: Fmt = None
     ) -> Response:
@@ -457,7 +545,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             request, lambda ct: render_root([norm], ct), seed, fmt, private=state.private
         )
 
-    @app.api_route("/{owner}/{project}/simple/{name}/", methods=["GET", "HEAD"])
+    @app.api_route("/{owner}/{project}/simple/{name}/", methods=["GET", "HEAD"], **INDEX_DOC)
     def project_page_scoped(
         request: Request, owner: str, project: str, name: str, who: Auth, fmt: Fmt = None
     ) -> Response:
@@ -495,12 +583,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:  # every route on this path, not only the first one tried
+            allowed: set[str] = set()
+            for route in request.app.router.routes:
+                if route.matches(request.scope)[0] != Match.NONE:
+                    allowed |= getattr(route, "methods", None) or set()
+            headers["Allow"] = ", ".join(sorted(allowed))
         return JSONResponse(
-            body(code, str(exc.detail)),
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
+            body(code, str(exc.detail)), status_code=exc.status_code, headers=headers or None
         )
 
     @app.exception_handler(DataError)

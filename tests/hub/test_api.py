@@ -106,6 +106,26 @@ def test_health_metrics_and_error_bodies(hub: Hub) -> None:
     assert r.status_code == 401 and "Bearer or Basic" in r.json()["message"]
 
 
+def test_openapi_documents_what_the_api_answers(hub: Hub) -> None:
+    """Generated clients and schema-driven fuzzers see the real contract: errors are a 400
+    ErrorBody (never FastAPI's 422), index pages are HTML or PEP 691 JSON, uploads multipart."""
+    doc = httpx.get(f"{hub.url}/api/openapi.json").json()
+    ids = [op["operationId"] for ops in doc["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            assert "422" not in op["responses"], (method, path)
+            assert op["responses"]["default"]["content"]["application/json"], (method, path)
+    index_200 = doc["paths"]["/simple/{name}/"]["get"]["responses"]["200"]["content"]
+    assert set(index_200) >= {"text/html", "application/vnd.pypi.simple.v1+json"}
+    upload = doc["paths"]["/legacy/"]["post"]["requestBody"]["content"]
+    assert upload["multipart/form-data"]["schema"]["required"] == ["content"]
+    # a 405 names every method the path supports, not only those of the first route tried
+    r = httpx.delete(f"{hub.url}/api/v1/tokens")
+    assert r.status_code == 405
+    assert r.headers["allow"] == "GET, POST"
+
+
 def test_unknown_global_names_redirect_upstream_only_when_configured(tmp_path: Path) -> None:
     from hub_server.app import create_app
     from hub_server.settings import Settings

@@ -96,8 +96,15 @@ class TokenCreated(TokenOut):
     token: str = Field(description="the secret; shown once, only its hash is stored")
 
 
+# Documented, not enforced here: the service's own check gives the clearer message.
+_NAMESPACE_DOC: dict[str, Any] = {"pattern": "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$"}
+
+
 class UserCreate(BaseModel):
-    name: str
+    name: str = Field(
+        description="1-39 letters, digits or '-', not starting or ending with '-'",
+        json_schema_extra=_NAMESPACE_DOC,
+    )
     admin: bool = False
 
 
@@ -108,7 +115,7 @@ class UserCreated(BaseModel):
 
 
 class MemberAdd(BaseModel):
-    user: str
+    user: str = Field(json_schema_extra=_NAMESPACE_DOC)
     role: Literal["member", "owner"] = "member"
 
 
