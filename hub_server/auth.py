@@ -24,20 +24,25 @@ def hash_token(secret: str) -> str:
 
 
 def token_from_headers(authorization: str | None) -> str | None:
-    """Bearer TOKEN, or Basic with password TOKEN (username ``__token__`` or anything)."""
+    """Bearer TOKEN, or Basic with password TOKEN (username ``__token__`` or anything), or
+    Basic with the token as the username and no password."""
     if not authorization:
         return None
     scheme, _, value = authorization.partition(" ")
     scheme = scheme.lower()
     value = value.strip()
-    if scheme == "bearer" and value:
+    if scheme == "bearer":
+        if not value:
+            raise Unauthorized("empty Bearer token; send 'Authorization: Bearer vfh_...'")
         return value
     if scheme == "basic" and value:
         try:
             decoded = base64.b64decode(value, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             raise Unauthorized("malformed Basic credentials") from None
-        _user, sep, password = decoded.partition(":")
+        user, sep, password = decoded.partition(":")
+        if not password and user.startswith(TOKEN_PREFIX):  # http://vfh_...@host/ URLs
+            return user
         if not sep or not password:
             raise Unauthorized("Basic credentials need a token as the password (user __token__)")
         return password

@@ -132,6 +132,10 @@ def test_basic_token_auth_and_whoami(hub: Hub) -> None:
     assert hub.api("GET", "/whoami").status_code == 401
     bad = hub.api("GET", "/whoami", "vfh_not-a-real-token")
     assert bad.status_code == 401 and "unknown token" in bad.json()["message"]
+    # the token as the URL's user name, with no password (http://vfh_...@host/simple/)
+    assert httpx.get(f"{hub.url}/api/v1/whoami", auth=(token, "")).json()["user"] == user
+    empty = httpx.get(f"{hub.url}/api/v1/whoami", headers={"Authorization": "Bearer"})
+    assert empty.status_code == 401 and "empty Bearer token" in empty.json()["message"]
     # only the hash is stored
     with hub.service.session() as db:
         from sqlalchemy import select
