@@ -82,6 +82,21 @@ async def test_code_hanging_program_times_out_and_scores_zero() -> None:
     assert state["metrics"]["tests_timeout"] == 5.0
 
 
+@pytest.mark.parametrize(
+    "program", ["import sys\nsys.exit(0)", "import os\nos._exit(0)", "raise SystemExit"]
+)
+async def test_code_program_exiting_at_import_passes_no_test(program: str) -> None:
+    env = vf.load_environment("code", num_examples=1)
+    reply = f"```python\n{program}\n```"
+    result = await vf.evaluate_async(
+        env, client=ScriptedClient([reply]), model="m", keep_states=True
+    )
+    (state,) = result.states
+    assert state["reward"] == 0.0
+    assert {r["status"] for r in state["test_results"]} == {"failed"}
+    assert "exited before the test ran" in state["test_results"][0]["detail"]
+
+
 # ------------------------------------------------------------------------------ python-repl
 
 
