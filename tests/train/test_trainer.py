@@ -15,27 +15,8 @@ from verifiers.train.loss import token_logprobs
 from verifiers.train.packing import pack_samples
 from verifiers.train.rollout_source import RolloutSource, RolloutSourceConfig
 
-CONFIG = """
-[model]
-name = "tiny"
-seed = 0
-
-[env]
-factory = "tests.train.toy_env:load_environment"
-
-[rollouts]
-rollouts_per_example = 8
-groups_per_batch = 4
-max_tokens = 4
-temperature = 1.0
-max_off_policy_steps = 2
-
-[train]
-lr = 1e-2
-seq_len = 256
-checkpoint_every = 10
-output_dir = "{out}"
-"""
+# the shipped example: a user runs it as-is
+EXAMPLE = Path(__file__).resolve().parents[2] / "configs" / "train-tiny.toml"
 
 
 async def _packed_recompute(
@@ -83,10 +64,8 @@ def _metrics(out: Path) -> list[dict[str, Any]]:
 
 def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cfg = tmp_path / "train.toml"
-    cfg.write_text(CONFIG.format(out=out))
     runner = CliRunner()
-    first = runner.invoke(app, ["train", str(cfg), "--steps", "20"])
+    first = runner.invoke(app, ["train", str(EXAMPLE), "--output-dir", str(out)])
     assert first.exit_code == 0, first.output
     assert "step 20/20" in first.output
     rows = _metrics(out)
@@ -104,11 +83,13 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
     from verifiers.train.config import load_train_config
     from verifiers.train.trainer import Trainer
 
-    resumed = Trainer(load_train_config(cfg))
+    cfg = load_train_config(EXAMPLE)
+    cfg.train.output_dir = str(out)
+    resumed = Trainer(cfg)
     assert resumed.step == 20
     exp_avg = resumed.optimizer.state_dict()["state"][0]["exp_avg"]
     assert torch.equal(exp_avg, saved["optimizer"]["state"][0]["exp_avg"])
-    again = runner.invoke(app, ["train", str(cfg), "--steps", "22"])
+    again = runner.invoke(app, ["train", str(EXAMPLE), "--output-dir", str(out), "--steps", "22"])
     assert again.exit_code == 0, again.output
     assert [r["step"] for r in _metrics(out)] == [*range(20), 20, 21]
     assert _metrics(out)[-1]["reward"] > 0.5  # the resumed model kept what it learned

@@ -1,16 +1,17 @@
-"""A tiny randomly initialised causal LM and a character-level tokenizer, built in process.
+"""A tiny randomly initialised causal LM, a character-level tokenizer and a toy environment.
 
 For CPU runs of the reference loop and for tests: nothing is downloaded. The tokenizer has one
 token per printable ASCII character plus newline, and special tokens for chat roles; its chat
 template renders ``<|role|>content<|end|>`` per message, so each turn's prompt extends the
-previous one token for token.
+previous one token for token. :func:`letter_environment` is a task such a model learns within
+a few dozen steps (``configs/train-tiny.toml`` trains it).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CHAT_TEMPLATE", "build_char_tokenizer", "build_tiny_model"]
+__all__ = ["CHAT_TEMPLATE", "build_char_tokenizer", "build_tiny_model", "letter_environment"]
 
 ROLES = ("system", "user", "assistant", "tool")
 PAD, EOS, UNK = "<pad>", "<|end|>", "<unk>"
@@ -76,3 +77,24 @@ def build_tiny_model(
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
     return model.float()  # type: ignore[no-untyped-call]
+
+
+def letter_environment(num_examples: int = 16, letter: str = "A", **kwargs: Any) -> Any:
+    """A single-turn environment whose reward is the share of ``letter`` in the answer.
+
+    A randomly initialised model says it rarely, so the mean reward starts near zero and rises
+    as the policy learns: a smoke test of an RL loop (``env.factory =
+    "verifiers.train.tiny:letter_environment"``). ``kwargs`` go to
+    :class:`verifiers.SingleTurnEnv`.
+    """
+    if len(letter) != 1:
+        raise ValueError(f"letter must be one character, got {letter!r}")
+    import verifiers as vf
+
+    def share_of_letter(completion: Any, **_: Any) -> float:
+        text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
+        return text.count(letter) / len(text) if text else 0.0
+
+    share_of_letter.__name__ = f"share_of_{letter}"
+    rows = [{"question": f"Say {letter} ({i})", "answer": letter} for i in range(num_examples)]
+    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[share_of_letter]), **kwargs)
