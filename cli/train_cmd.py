@@ -10,11 +10,32 @@ import typer
 
 from cli._common import CLIError, handle_errors
 
-HELP = (
-    "Train a model on an environment with the reference RL loop (async off-policy, masked "
-    "importance sampling). CONFIG.toml has the tables model, env, inference, rollouts and "
-    "train; see the verifiers.train.config module. Resumes from the latest checkpoint in "
-    "train.output_dir unless --no-resume."
+HELP = "\n\n".join(
+    [
+        "Train a model on an environment with the reference RL loop (asynchronous off-policy "
+        "rollouts, masked importance-sampling loss, AdamW). Example: vf train "
+        "configs/train-tiny.toml (a tiny model on CPU, nothing downloaded).",
+        "CONFIG.toml has these tables; only env is required (the module verifiers.train.config "
+        "documents every key):",
+        "model: name ('tiny' builds a random model in process; else a Hugging Face id or "
+        "path), dtype, device, seed; hidden_size, num_layers, num_heads, max_positions size "
+        "the tiny model.",
+        "env: id (an installed environment) or factory ('module:function'; the module may sit "
+        "next to the config), args.",
+        "inference: backend ('local': the trained model samples in process; 'server': "
+        "OpenAI-compatible endpoints that return token ids, e.g. vLLM), base_urls, "
+        "model (the served name), update_weights, update_weights_path, max_batch_size (local).",
+        "rollouts: rollouts_per_example, groups_per_batch, max_in_flight, "
+        "max_off_policy_steps, temperature, max_tokens, filter_zero_variance, on_mismatch, "
+        "difficulty (a sub-table: easy_ratio, normal_ratio, hard_ratio, easy_at, hard_at, "
+        "pass_threshold).",
+        "train: steps, lr, weight_decay, betas, max_grad_norm, seq_len, ratio_low, ratio_high, "
+        "drop_below, activation_checkpointing, checkpoint_every, output_dir, resume.",
+        "Writes OUTPUT_DIR/metrics.jsonl (one JSON object per step: step, reward, loss, "
+        "masked_fraction, off_policy_lag, tokens_per_second, ...) and "
+        "OUTPUT_DIR/checkpoints/step_N, and resumes from the latest checkpoint unless "
+        "--no-resume.",
+    ]
 )
 
 

@@ -200,3 +200,17 @@ def test_resume_applies_new_hyperparameters_and_refuses_another_model(
     assert "Traceback" not in result.output
     again = CliRunner().invoke(app, ["train", str(cfg), "--no-resume", "--steps", "1"])
     assert again.exit_code == 0, again.output
+
+
+def test_help_names_every_table_and_key() -> None:
+    from verifiers.train.config import TrainConfig
+
+    result = CliRunner().invoke(app, ["train", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "configs/train-tiny.toml" in text and "metrics.jsonl" in text
+    for table, field in TrainConfig.model_fields.items():
+        assert f"{table}:" in text
+        assert field.annotation is not None
+        for key in field.annotation.model_fields:
+            assert key in text, f"{table}.{key}"
