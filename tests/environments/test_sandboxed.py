@@ -203,6 +203,23 @@ async def test_swe_lite_editing_tests_does_not_help_but_fixing_does() -> None:
     assert json.loads(json.dumps(f["test_run"]))["tests_run"] == 55
 
 
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        ("minilib/__init__.py", "import os\nos._exit(0)\n"),  # the suite dies importing it
+        ("tests/test_zz.py", "import sys\nsys.exit(0)\n"),  # a new test module exits early
+    ],
+)
+async def test_swe_lite_a_suite_that_exits_early_does_not_pass(path: str, content: str) -> None:
+    env = vf.load_environment("swe-lite", num_examples=1)
+    cheat = ScriptedClient([_call("write_file", path=path, content=content), "Done."])
+    result = await vf.evaluate_async(env, client=cheat, model="m", keep_states=True)
+    (state,) = result.states
+    assert state["error"] is None
+    assert state["reward"] == 0.0
+    assert state["test_run"]["passed"] is False
+
+
 async def test_swe_lite_several_bugs_per_task() -> None:
     from verifiers.testing.check import check_environment_async
 

@@ -14,6 +14,7 @@ import asyncio
 import json
 import random
 import re
+import secrets
 from importlib import resources
 from typing import Any
 
@@ -36,6 +37,14 @@ _UNPACK = (
     "    d = os.path.dirname(path)\n"
     "    if d: os.makedirs(d, exist_ok=True)\n"
     "    open(path, 'w').write(text)\n"
+)
+# Runs the suite like `python3 -m unittest -q`, then reports on stderr behind a nonce: a run that
+# never gets there (the library exiting with status 0 on import, say) cannot count as passed.
+_SUITE = (
+    "import sys, unittest\n"
+    "result = unittest.main(module=None, argv=['unittest', '-q'], exit=False).result\n"
+    "sys.stderr.write('\\nNONCE %d %d\\n' % (result.testsRun, result.wasSuccessful()))\n"
+    "sys.exit(0 if result.wasSuccessful() else 1)\n"
 )
 _RAN = re.compile(r"^Ran (\d+) tests?", re.M)
 _FAILED = re.compile(r"^FAILED \((.*)\)", re.M)
@@ -91,15 +100,22 @@ class SweLiteEnv(vf.SandboxEnv):
 
     async def _run_suite(self, state: vf.State) -> dict[str, Any]:
         await self._unpack(state, self.test_files)
+        nonce = f"vf-suite-{secrets.token_hex(8)}"
         result = await self.run_command(
-            state, ["python3", "-m", "unittest", "-q"], timeout=self.test_timeout
+            state,
+            ["python3", "-c", _SUITE.replace("NONCE", nonce)],
+            timeout=self.test_timeout,
         )
         output = result.stdout + result.stderr
+        report = re.search(rf"^{nonce} (\d+) ([01])$", output, re.M)
+        if report is not None:
+            output = output.replace(report.group(0), "").rstrip() + "\n"
         ran = _RAN.search(output)
         failed = _FAILED.search(output)
         problems = sum(int(n) for n in re.findall(r"\d+", failed.group(1))) if failed else 0
+        finished = report is not None and int(report.group(1)) > 0 and report.group(2) == "1"
         run = {
-            "passed": result.exit_code == 0 and not result.timed_out,
+            "passed": result.exit_code == 0 and not result.timed_out and finished,
             "tests_run": int(ran.group(1)) if ran else 0,
             "tests_failed": problems,
             "timed_out": result.timed_out,
