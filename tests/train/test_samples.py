@@ -147,3 +147,26 @@ def test_template_that_is_not_prefix_stable_is_counted(char_tokenizer: Any) -> N
     )
     out = build_samples(state, tokenizer=Dropping())
     assert out.counts["split"] == 1 and len(out.samples) == 2
+
+
+def test_retokenized_multi_turn_text_transcript_keeps_each_turns_context(
+    char_tokenizer: Any,
+) -> None:
+    """Completion-mode (text) rollouts: a turn's prompt is the transcript so far (``prompt_len``
+    characters of prompt + completion), not the first prompt."""
+    tok = char_tokenizer
+
+    def text_step(content: str, prompt_len: int) -> TrajectoryStep:
+        step = _step(None, [], content=content, prompt_len=prompt_len)
+        step["completion"] = content  # type: ignore[typeddict-item]
+        return step
+
+    prompt, a1, env, a2 = "Q: 1+1?", " 2", "\nSure? ", "yes 2"
+    steps = [text_step(a1, len(prompt)), text_step(a2, len(prompt + a1 + env))]
+    state = _state(steps, prompt=prompt, completion=a1 + env + a2)
+    out = build_samples(state, tokenizer=tok)
+    (s,) = out.samples
+    assert out.counts["split"] == 0 and out.counts["retokenized"] == 2
+    assert s.token_ids == tok.encode(prompt + a1 + env + a2, add_special_tokens=False)
+    trained = "".join(tok.decode([t]) for t, m in zip(s.token_ids, s.mask, strict=True) if m)
+    assert trained == a1 + a2

@@ -259,10 +259,9 @@ def _step_tokens(
         )
         return None
     counts["retokenized"] += 1
-    history = _history(state)
-    prompt = history[: step["prompt_len"]]
     if isinstance(state.get("prompt"), str):
         return _retokenize_text(state, step, tokenizer)
+    prompt = _history(state)[: step["prompt_len"]]
     completion = list(step["completion"])
     try:
         prompt_ids = _ids(
@@ -294,8 +293,11 @@ def _step_tokens(
 def _retokenize_text(
     state: Mapping[str, Any], step: TrajectoryStep, tokenizer: ChatTokenizer
 ) -> tuple[list[int], list[int], list[float] | None] | None:
-    prompt_text = str(state["prompt"])
-    completion_text = step["response"].content
+    # a text turn's prompt is the transcript so far: its first prompt_len characters
+    transcript = str(state["prompt"]) + str(state.get("completion") or "")
+    prompt_text = transcript[: step["prompt_len"]]
+    completion = step.get("completion")
+    completion_text = completion if isinstance(completion, str) else step["response"].content
     prompt_ids = _ids(tokenizer.encode(prompt_text, add_special_tokens=False))
     full_ids = _ids(tokenizer.encode(prompt_text + completion_text, add_special_tokens=False))
     if not _extends(full_ids, prompt_ids):
