@@ -253,3 +253,12 @@ async def test_the_sandbox_has_its_own_identity_files() -> None:
     async with create_sandbox("bwrap") as sb:
         r = await sb.exec("whoami; cut -d: -f1 /etc/passwd | sort | tr '\\n' ' '")
     assert r.stdout == "user\nnobody root user "  # not the host's accounts
+
+
+async def test_programs_cannot_kill_the_sandbox() -> None:
+    """Killing everything in sight (the agent included) is an observation, not a dead sandbox
+    that would turn the rollout into an infrastructure error."""
+    async with create_sandbox("bwrap") as sb:
+        r = await sb.exec("kill -9 1; kill -9 -1; echo still here")
+        assert "still here" in r.stdout
+        assert (await sb.exec("echo alive")).stdout == "alive\n"

@@ -22,8 +22,10 @@ agent -> host (ASCII words: the host does not trust the sandbox, and parses numb
     exit code, or ``-signal``; ``TIMED_OUT`` is 0 or 1.
 
 The agent exits, killing every command it started, when the host end of the socket closes.
-Orphans (children that detach with ``setsid``) are reaped and killed by the sandbox's pid
-namespace, not by the agent.
+In a bwrap sandbox the agent is the pid namespace's init: it reaps orphans (children that
+detach with ``setsid``), programs cannot signal it, and when it dies the kernel kills every
+process of the namespace. Without a pid namespace (the subprocess backend) it becomes a child
+subreaper and kills its descendants itself at exit.
 """
 
 import _signal as signal

@@ -12,9 +12,10 @@ Commands get rlimits (address space, CPU time, file size, open files, processes)
 gets a pids and a memory cgroup where one is writable. When run as root the sandbox runs as
 an unprivileged host uid (``nobody``), which also makes the process rlimit effective.
 
-Teardown: ``stop`` SIGKILLs the namespace's init, which makes the kernel kill every process in
-the pid namespace, detached ones included; ``--die-with-parent`` does the same when this
-Python process dies, even by SIGKILL.
+The agent runs as the pid namespace's init (``--as-pid-1``), so programs cannot kill it.
+Teardown: ``stop`` SIGKILLs it, which makes the kernel kill every process in the pid namespace,
+detached ones included; ``--die-with-parent`` does the same when this Python process dies, even
+by SIGKILL.
 """
 
 from __future__ import annotations
@@ -134,7 +135,9 @@ class BwrapSandbox(AgentSandbox):
         if self.network:
             args.append("--share-net")
         args += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
-        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        # the agent is the pid namespace's init: programs cannot signal it (not even SIGKILL),
+        # and it reaps their orphans
+        args += ["--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += ["--ro-bind", "/usr", "/usr"]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / name
