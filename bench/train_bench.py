@@ -43,7 +43,7 @@ def loop_bench(steps: int) -> None:
         cfg = TrainConfig.from_dict(
             {
                 "model": {"name": "tiny", "seed": 0},
-                "env": {"factory": "tests.train.toy_env:load_environment"},
+                "env": {"factory": "verifiers.train.tiny:letter_environment"},
                 "rollouts": {
                     "rollouts_per_example": 8,
                     "groups_per_batch": 8,
