@@ -117,9 +117,13 @@ class RemoteSandbox(Sandbox):
         data = await self._request(
             "POST", f"/v1/sandboxes/{self._remote_id}/exec", body, timeout + 60
         )
-        data["stdout"] = base64.b64decode(data["stdout"])
-        data["stderr"] = base64.b64decode(data["stderr"])
-        return RawExecResult(**data)
+        try:
+            fields = {k: data[k] for k in RawExecResult.__dataclass_fields__ if k in data}
+            fields["stdout"] = base64.b64decode(data["stdout"])
+            fields["stderr"] = base64.b64decode(data["stderr"])
+            return RawExecResult(**fields)
+        except (KeyError, TypeError, ValueError) as e:
+            raise SandboxError(f"sandbox service sent a malformed exec result: {e!r}") from e
 
     def _env(self, env: Any) -> dict[str, str]:
         # the service adds the sandbox's base environment
