@@ -75,6 +75,14 @@ class HubTarget:
 
 def hub_target() -> HubTarget:
     hub = load_config().get("hub", {})
-    url = os.environ.get("VF_HUB_URL") or hub.get("url") or DEFAULT_HUB_URL
+    if not isinstance(hub, dict):
+        raise CLIError(f"{config_path()}: [hub] must be a table", "log in again with `vf login`")
+    url = str(os.environ.get("VF_HUB_URL") or hub.get("url") or DEFAULT_HUB_URL).strip()
+    if not url.startswith(("http://", "https://")):
+        source = "VF_HUB_URL" if os.environ.get("VF_HUB_URL") else str(config_path())
+        raise CLIError(
+            f"hub URL {url!r} (from {source}) must start with http:// or https://",
+            "for example: http://127.0.0.1:8000",
+        )
     token = os.environ.get("VF_HUB_TOKEN") or hub.get("token") or None
-    return HubTarget(url=str(url).rstrip("/"), token=str(token) if token else None)
+    return HubTarget(url=url.rstrip("/"), token=str(token) if token else None)

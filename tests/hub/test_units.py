@@ -136,3 +136,14 @@ def test_hub_commands_name_an_unusable_database_or_data_dir(tmp_path: Path) -> N
             assert code == 1, (cmd, where, err)
             assert needle in err and "Error:" not in err, (cmd, err)  # no exception class names
             assert "secret" not in err
+
+
+def test_hub_url_without_scheme_is_named(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "VF_HUB_URL": "127.0.0.1:8000", "VF_HUB_TOKEN": ""}
+    code, _, err = vf(["env", "info", "a/b"], env)
+    assert code == 1
+    assert "'127.0.0.1:8000' (from VF_HUB_URL) must start with http://" in err
+    (tmp_path / "verifiers").mkdir()
+    (tmp_path / "verifiers" / "config.toml").write_text('hub = "oops"\n')
+    code, _, err = vf(["whoami"], {**env, "VF_HUB_URL": ""})
+    assert code == 1 and "[hub] must be a table" in err
