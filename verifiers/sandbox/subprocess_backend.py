@@ -55,7 +55,7 @@ class SubprocessSandbox(AgentSandbox):
             "the subprocess sandbox backend does not isolate anything: the program can read and "
             "write your files and reach the network. Use it only for trusted code.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of create_sandbox()
         )
         super().__init__(limits, network=network)
         self._dir: Path | None = None
