@@ -103,6 +103,7 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
         ("[env]\nid = 'x'\nfactory = 'a:b'\n", "exactly one of env.id"),
         ("[env]\nid = 'x'\n[inference]\nbackend = 'server'\n", "base_urls"),
         ("[env\n", "not valid TOML"),
+        ("[model]\nname = '/no/such/model'\n[env]\nid = 'x'\n", "is not a directory"),
     ],
 )
 def test_bad_configs_get_one_clear_line(tmp_path: Path, text: str, needle: str) -> None:

@@ -145,6 +145,14 @@ class Trainer:
                 seed=cfg.seed,
             )
         else:
+            if (
+                source.startswith(("/", "./", "../", "~"))
+                and not Path(source).expanduser().is_dir()
+            ):
+                raise ConfigError(
+                    f"model.name {source!r} is not a directory: give a Hugging Face model id, "
+                    "a directory written by save_pretrained, or 'tiny'"
+                )
             try:
                 tokenizer = AutoTokenizer.from_pretrained(source)
                 model = AutoModelForCausalLM.from_pretrained(source, dtype=self._dtype())
