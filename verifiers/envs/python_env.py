@@ -228,7 +228,7 @@ class PythonEnv(SandboxEnv):
         Args:
             code: the code to run; the value of a final expression is shown as ``Out[n]``.
         """
-        state = self._state_for(sandbox_id, sandbox_state)
+        state = self.tool_state(sandbox_id, sandbox_state)
         sandbox = await self.get_sandbox(state)
         if not python_state["ready"]:
             python_state["ready"] = True

@@ -306,12 +306,17 @@ class SandboxEnv(StatefulToolEnv):
         Args:
             command: the shell command to run (``/bin/sh -c``).
         """
-        state = self._state_for(sandbox_id, sandbox_state)
+        state = self.tool_state(sandbox_id, sandbox_state)
         result = await self.run_command(state, command, cwd=working_dir)
         return format_exec_result(result, self.timeout_per_command_seconds)
 
-    def _state_for(self, sandbox_id: str, sandbox_state: dict[str, Any]) -> State:
+    def tool_state(self, sandbox_id: str, sandbox_state: dict[str, Any]) -> State:
+        """The rollout's state as far as a tool with the hidden ``sandbox_id`` and
+        ``sandbox_state`` arguments can rebuild it: enough for :meth:`get_sandbox` and
+        :meth:`run_command`."""
         return State(sandbox_id=sandbox_id, sandbox_state=sandbox_state)
+
+    _state_for = tool_state  # the name environments written before tool_state use
 
     def update_tool_args(
         self,
