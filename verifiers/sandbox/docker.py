@@ -192,7 +192,8 @@ class DockerSandbox(Sandbox):
             feed.cancel()
         duration = time.monotonic() - started
         timed_out = code == 137 and duration >= timeout
-        if code in (125, 126) and b"Error" in err and b"container" in err:
+        # the engine failing (container gone, daemon down) is not the program failing
+        if code == 125 or err.startswith((b"Error response from daemon", b"Cannot connect")):
             raise SandboxError(f"docker exec failed: {err.decode(errors='replace').strip()}")
         if code == 137:
             code = -9
