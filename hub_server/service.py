@@ -396,6 +396,12 @@ class HubService:
                         "hub-wide)"
                     )
                 principal.require_project("upload", env_owner, env.name)
+                if private and not env.private:
+                    raise Conflict(
+                        f"{env_owner}/{env.name} is public: its files stay public, so a private "
+                        "upload to it is refused; upload without private, or publish the "
+                        "private version under a new name"
+                    )
             else:
                 target = owner or principal.restrict_owner or principal.user_name
                 if info.normalized_name in RESERVED:

@@ -198,6 +198,17 @@ def test_sdist_beside_wheel_twine_and_uv_publish(hub: Hub, tmp_path: Path) -> No
     assert list((tmp_path / "t").glob("*.dist-info"))
 
 
+def test_private_upload_to_a_public_project_is_refused(hub: Hub) -> None:
+    _, token = hub.new_user()
+    name = hub.unique("pub-env")
+    assert hub.upload(hub.wheel(name), token).status_code == 200
+    resp = hub.upload(hub.wheel(name, "2.0.0"), token, private="1")
+    assert resp.status_code == 409
+    assert "is public" in resp.json()["message"]
+    page = httpx.get(f"{hub.url}/simple/{name}/", headers={"Accept": JSON}).json()
+    assert page["versions"] == ["1.0.0"]
+
+
 def test_name_taken_by_another_owner(hub: Hub) -> None:
     first, t1 = hub.new_user()
     _, t2 = hub.new_user()
