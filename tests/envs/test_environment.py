@@ -259,6 +259,13 @@ async def test_structured_tool_results_reach_the_model_as_readable_json() -> Non
     assert content == '{"city": "Zürich", "tags": ["café", "東京"], "population": 3}'
 
 
+def test_completion_prompts_refuse_a_system_prompt_instead_of_dropping_it() -> None:
+    with pytest.raises(vf.ConfigError, match="apply to chat prompts only"):
+        vf.SingleTurnEnv(dataset=rows(1), system_prompt="Be brief.", message_type="completion")
+    env = vf.SingleTurnEnv(dataset=rows(1), message_type="completion")
+    assert env.get_rows("eval")[0]["prompt"] == "q0"
+
+
 def test_tool_env_refuses_the_completion_message_type() -> None:
     with pytest.raises(vf.ConfigError, match="needs message_type='chat'"):
         vf.ToolEnv(dataset=rows(1), tools=[fails], message_type="completion")

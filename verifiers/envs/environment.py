@@ -111,6 +111,11 @@ class Environment:
             raise ConfigError(self._unknown_kwargs_message(unknown))
         if message_type not in ("chat", "completion"):
             raise ConfigError(f"message_type must be 'chat' or 'completion', not {message_type!r}")
+        if message_type == "completion" and (system_prompt or few_shot):
+            raise ConfigError(
+                "system_prompt and few_shot apply to chat prompts only; with "
+                "message_type='completion' put the instructions into the dataset's prompt text"
+            )
         if dataset is None and eval_dataset is None:
             raise ConfigError(
                 f"{type(self).__name__} needs a dataset or an eval_dataset (columns: "
