@@ -15,6 +15,7 @@ from hub_server.errors import BadRequest, TooLarge
 
 FILE_FIELDS = ("content", "file")
 _FIELD_LIMIT = 64 * 1024
+_FIELDS_TOTAL_LIMIT = 1024 * 1024  # all non-file parts together (twine sends a few KiB)
 _SPOOL = 1024 * 1024
 
 
@@ -58,6 +59,7 @@ class _Parser:
         self._is_file = False
         self._buf = bytearray()
         self._hashes: list[Any] = []
+        self._field_bytes = 0
 
     def callbacks(self) -> dict[str, Any]:
         return {
@@ -76,14 +78,23 @@ class _Parser:
         self._is_file = False
 
     def on_header_field(self, data: bytes, start: int, end: int) -> None:
-        self._hname += data[start:end]
+        self._hname += data[start:end]  # python-multipart bounds a part's header size
 
     def on_header_value(self, data: bytes, start: int, end: int) -> None:
         self._hvalue += data[start:end]
 
     def on_header_end(self) -> None:
         self._headers[self._hname.decode("latin-1").lower()] = self._hvalue.decode("latin-1")
+        self._count(len(self._hname) + len(self._hvalue))
         self._hname = self._hvalue = b""
+
+    def _count(self, n: int) -> None:
+        """Bound everything that is not the file: part headers and form fields."""
+        self._field_bytes += n
+        if self._field_bytes > _FIELDS_TOTAL_LIMIT:
+            raise BadRequest(
+                f"the upload's form fields and part headers exceed {_FIELDS_TOTAL_LIMIT} bytes"
+            )
 
     def on_headers_finished(self) -> None:
         _, params = parse_options_header(self._headers.get("content-disposition", ""))
@@ -111,6 +122,7 @@ class _Parser:
             self._buf += chunk
             if len(self._buf) > _FIELD_LIMIT:
                 raise BadRequest(f"form field {self._name!r} is too long")
+            self._count(len(chunk))
 
     def on_part_end(self) -> None:
         if self._is_file:

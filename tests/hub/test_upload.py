@@ -383,6 +383,30 @@ def test_size_limit_enforced_while_receiving(tmp_path: Path) -> None:
                 headers={"Authorization": f"Bearer {token}"},
             )
         assert r.status_code == 400 and "md5_digest" in r.json()["message"]
+
+        def many_fields() -> Iterator[bytes]:  # small fields, but without end
+            for i in range(100_000):
+                yield (
+                    f'--XyZ\r\nContent-Disposition: form-data; name="f{i}"\r\n\r\n'.encode()
+                    + b"x" * 1000
+                    + b"\r\n"
+                )
+
+        def long_header() -> Iterator[bytes]:
+            yield b'--XyZ\r\nContent-Disposition: form-data; name="a"; x="'
+            for _ in range(1000):
+                yield b"y" * 10_000
+
+        for body, needle in ((many_fields, "exceed"), (long_header, "header size")):
+            r = httpx.post(
+                f"{url}/legacy/",
+                content=body(),
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Content-Type": "multipart/form-data; boundary=XyZ",
+                },
+            )
+            assert r.status_code == 400 and needle in r.json()["message"], r.text
     app.state.engine.dispose()
 
 
