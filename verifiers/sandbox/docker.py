@@ -191,7 +191,8 @@ class DockerSandbox(Sandbox):
         finally:
             feed.cancel()
         duration = time.monotonic() - started
-        timed_out = code == 137 and duration >= timeout
+        # `timeout -s KILL` ends with the command's SIGKILL: 137 through the engine, or -9
+        timed_out = code in (137, -9) and duration >= timeout
         # the engine failing (container gone, daemon down) is not the program failing
         if code == 125 or err.startswith((b"Error response from daemon", b"Cannot connect")):
             raise SandboxError(f"docker exec failed: {err.decode(errors='replace').strip()}")
