@@ -27,6 +27,7 @@ from hub_server.errors import InvalidUpload, TooLarge
 ENTRY_POINT_GROUP = "verifiers.environments"
 SDIST_TAG = "sdist"  # the File.wheel_tags value of a source distribution
 _METADATA_LIMIT = 5 * 1024 * 1024
+MAX_MEMBERS = 100_000  # far above any environment package; bounds parsing work and memory
 _CHUNK = 1024 * 1024
 
 
@@ -119,6 +120,10 @@ def inspect_wheel(
         raise InvalidUpload(f"{filename} is not a valid zip archive ({e})") from None
     with zf:
         infos = zf.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise InvalidUpload(
+                f"{filename} has {len(infos)} archive members, over the limit of {MAX_MEMBERS}"
+            )
         seen: set[str] = set()
         total_declared = 0
         for info in infos:
@@ -203,7 +208,11 @@ def inspect_sdist(
     pkg_info: bytes | None = None
     try:
         with tarfile.open(fileobj=fileobj, mode="r:gz") as tf:
-            for member in tf:
+            for count, member in enumerate(tf, 1):
+                if count > MAX_MEMBERS:
+                    raise InvalidUpload(
+                        f"{filename} has over {MAX_MEMBERS} archive members; refused"
+                    )
                 _check_member_name(member.name)
                 if member.name.split("/", 1)[0] != top:
                     raise InvalidUpload(

@@ -147,3 +147,18 @@ def test_hub_url_without_scheme_is_named(tmp_path: Path) -> None:
     (tmp_path / "verifiers" / "config.toml").write_text('hub = "oops"\n')
     code, _, err = vf(["whoami"], {**env, "VF_HUB_URL": ""})
     assert code == 1 and "[hub] must be a table" in err
+
+
+def test_member_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hub_server import wheels
+
+    from .wheelfactory import make_sdist
+
+    monkeypatch.setattr(wheels, "MAX_MEMBERS", 5)
+    many = {f"many_env/m{i}.py": b"" for i in range(10)}
+    with pytest.raises(InvalidUpload, match="archive members"):
+        _inspect(make_wheel(tmp_path, "many-env", "1.0", extra_members=many))
+    top = "many_env-1.0"
+    sd = make_sdist(tmp_path, "many-env", "1.0", extra_members={f"{top}/{k}": b"" for k in many})
+    with sd.open("rb") as f, pytest.raises(InvalidUpload, match="archive members"):
+        wheels.inspect_sdist(f, sd.name, max_uncompressed=10**9, max_ratio=100.0)
