@@ -314,12 +314,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if found is None:
             raise NotFound(f"no file {filename}")
         f, owner, project, private = found
-        if is_meta and f.wheel_tags == SDIST_TAG:
-            raise NotFound(f"no file {filename}: metadata files are served for wheels only")
         if private and not (who and who.can_read(owner, project)):
             if who is None:
                 raise Unauthorized(f"{owner}/{project} is private: authenticate with a read token")
             raise NotFound(f"no file {filename}")
+        if is_meta and f.wheel_tags == SDIST_TAG:
+            raise NotFound(f"no file {filename}: metadata files are served for wheels only")
         digest = f.metadata_sha256 if is_meta else f.sha256
         etag = f'"{digest}"'
         headers = {
