@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import verifiers as vf
 from verifiers.testing.server import (
     END,
     TOKEN_OFFSET,
@@ -118,6 +119,24 @@ def test_bad_requests_get_400() -> None:
         batch = json.dumps({"prompt": ["a", "b"]}).encode()
         assert _post(srv.base_url + "/completions", batch)[0] == 400
         assert srv.stats.bad_requests == 4 and srv.stats.responses == 0
+
+
+def test_max_model_len_rejects_long_chat_and_completion_prompts() -> None:
+    with OpenAITestServer(max_model_len=40) as srv:
+        for path, body in (
+            ("/chat/completions", {"messages": [{"role": "user", "content": "é" * 30}]}),
+            ("/completions", {"prompt": "é" * 20}),
+        ):
+            status, data = _post(srv.base_url + path, json.dumps(body).encode())
+            assert status == 400, path
+            assert "maximum context length is 40 tokens" in data["error"]["message"]
+        status, _ = _post(srv.base_url + "/completions", json.dumps({"prompt": "short"}).encode())
+        assert status == 200
+    env = vf.SingleTurnEnv(dataset=[{"question": "x" * 50}], message_type="completion")
+    with OpenAITestServer(max_model_len=40) as srv:
+        (record,) = vf.evaluate(env, srv.base_url, "m").records
+    assert record["stop_condition"] == "prompt_too_long" and record["is_truncated"]
+    assert record["error"] is None
 
 
 async def test_async_responder_and_latency_function() -> None:

@@ -564,8 +564,12 @@ class OpenAITestServer:
             except TimeoutError:
                 pass
             return _error(503, "the server hung and is now stopping", "server_error")
-        if self.max_model_len is not None and required == "messages":
-            n = len(toy_chat_template(body["messages"], body.get("tools")).encode("utf-8"))
+        if self.max_model_len is not None:
+            if required == "messages":
+                text = toy_chat_template(body["messages"], body.get("tools"))
+            else:
+                text = body["prompt"]
+            n = len(text.encode("utf-8"))  # toy tokens: one per byte
             if n >= self.max_model_len:
                 self.stats.bad_requests += 1
                 return _error(
