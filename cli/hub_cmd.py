@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,6 +73,33 @@ def _storage_errors(settings: Settings) -> Iterator[None]:
         ) from None
 
 
+def _where(settings: Settings) -> str:
+    if not settings.database_url:
+        return str(settings.data_dir)
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(settings.database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "the configured database URL"
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as e:
+        raise CLIError(
+            f"cannot listen on {_url(host, port)}: {e.strerror or e}",
+            "pick another --port (0 picks a free one) or --host",
+        ) from None
+
+
 @app.command("serve")
 @handle_errors
 def serve(
@@ -90,13 +118,23 @@ def serve(
     from hub_server.app import create_app, open_service
 
     settings = _settings(data_dir, database_url)
-    where = settings.database_url or str(settings.data_dir)
-    typer.echo(f"vf hub: serving on http://{host}:{port} (data: {where})", err=True)
+    where = _where(settings)
     if workers == 1:
         with _storage_errors(settings):
             hub = create_app(settings)
-        uvicorn.run(hub, host=host, port=port, log_level=log_level)
+        if port:
+            _listen(host, port).close()  # a taken port is a one-line error, not a log record
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                await super().startup(sockets)
+                if self.servers and not self.should_exit:  # the real port, also for --port 0
+                    bound = self.servers[0].sockets[0].getsockname()[1]
+                    typer.echo(f"vf hub: serving on {_url(host, bound)} (data: {where})", err=True)
+
+        Server(uvicorn.Config(hub, host=host, port=port, log_level=log_level)).run()
         return
+    typer.echo(f"vf hub: serving on {_url(host, port)} (data: {where})", err=True)
     with _storage_errors(settings):
         open_service(settings).engine.dispose()  # migrate once, before the workers start
     os.environ["VF_HUB_AUTO_MIGRATE"] = "0"

@@ -248,3 +248,33 @@ def test_hub_gc_deletes_only_old_unreferenced_blobs(hub: Hub, tmp_path: Path) ->
     assert not (data / "blobs" / orphan_old).exists()
     assert (data / "blobs" / orphan_new).exists()  # young: may belong to an upload in flight
     assert (data / "blobs" / blob_key(kept.sha256)).exists()  # referenced
+
+
+def test_hub_serve_port_0_prints_the_real_url(hub: Hub, tmp_path: Path) -> None:
+    import re
+
+    cmd = [sys.executable, "-c", "from cli.main import main; main()", "hub", "serve"]
+    proc = subprocess.Popen(
+        [*cmd, "--port", "0", "--data-dir", str(tmp_path / "d"), "--log-level", "warning"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # blocks until the server is listening
+        found = re.search(r"serving on (http://127\.0\.0\.1:(\d+))", line)
+        assert found and found.group(2) != "0", line
+        import httpx
+
+        assert httpx.get(found.group(1) + "/healthz").json() == {"status": "ok"}
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    taken = hub.url.rsplit(":", 1)[1]
+    r = subprocess.run(
+        [*cmd, "--port", taken, "--data-dir", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 1 and "cannot listen on" in r.stderr and "Traceback" not in r.stderr
