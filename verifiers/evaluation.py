@@ -63,12 +63,38 @@ class EvalResult:
         summary: dict[str, Any] = self.metadata["summary"]
         return summary
 
-    def __getitem__(self, key: str) -> Any:  # classic GenerateOutputs-style access
+    def __getitem__(self, key: str) -> Any:
+        """Classic ``GenerateOutputs`` access: ``result["outputs"]`` (the records) and
+        ``result["metadata"]`` (the metadata plus the classic summary keys ``avg_reward``,
+        ``avg_metrics``, ``avg_error``, ``pass_at_k``, ``pass_threshold``, ``time``,
+        ``base_url``, ``usage`` and ``path_to_save``)."""
         if key == "outputs":
             return self.records
         if key == "metadata":
-            return self.metadata
+            return self._classic_metadata()
         raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in ("outputs", "metadata")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def _classic_metadata(self) -> dict[str, Any]:
+        summary = self.summary
+        rollouts = summary["num_rollouts"]
+        return {
+            **self.metadata,
+            "avg_reward": summary["avg_reward"],
+            "avg_metrics": summary["metrics"],
+            "avg_error": summary["num_errors"] / rollouts if rollouts else 0.0,
+            "pass_at_k": summary["pass_at_k"],
+            "pass_threshold": summary["pass_threshold"],
+            "time": self.metadata.get("wall_time_s"),
+            "base_url": self.metadata.get("endpoint"),
+            "usage": summary["usage"],
+            "path_to_save": self.path,
+        }
 
 
 def _slug(text: str) -> str:
@@ -102,6 +128,14 @@ def _versions() -> dict[str, str | None]:
         "openai": ver("openai"),
         "datasets": ver("datasets"),
     }
+
+
+def _base_url_of(client: Client) -> str | None:
+    """The base URL a client talks to, when it has one (recorded in the metadata)."""
+    url = getattr(client, "base_url", None)
+    if url is None:
+        url = getattr(getattr(client, "client", None), "base_url", None)  # OpenAIClient
+    return str(url).rstrip("/") if url is not None else None
 
 
 def _check_writable(run_dir: Path) -> None:
@@ -242,7 +276,7 @@ async def evaluate_async(
             finished rollouts are kept, missing and errored ones run again.
         state_columns: extra state keys copied into each record.
         on_progress: called as ``on_progress(done, total, record)`` after each rollout.
-        endpoint: the base URL, recorded in metadata.
+        endpoint: the base URL recorded in metadata (default: the client's, when it has one).
         keep_states: also return the raw states (for trainers and tests).
         inputs: rows to run instead of the eval dataset (``Environment.generate``).
     """
@@ -268,6 +302,8 @@ async def evaluate_async(
     base_client = None if pool is not None else as_client(client)
     if model == "oracle" and base_client is not None and not isinstance(base_client, OracleClient):
         base_client = OracleClient()
+    if endpoint is None and base_client is not None:
+        endpoint = _base_url_of(base_client)
 
     rows = env.format_inputs(inputs) if inputs is not None else env.get_rows("eval", num_examples)
     if inputs is not None and num_examples >= 0:

@@ -50,3 +50,21 @@ def test_one_async_openai_client_serves_successive_blocking_calls(
         assert result.summary["num_errors"] == 0, [r["error"] for r in result.records]
     assert [r["reward"] for r in first.records] == [1.2, 1.2, 0.2, 0.2]
     assert [r["reward"] for r in second.records] == [1.2, 0.2]
+
+
+async def test_results_read_like_classic_generate_outputs(server: OpenAITestServer) -> None:
+    env = xml_env()
+    client = AsyncOpenAI(base_url=server.base_url, api_key="x")
+    results = await env.evaluate(client=client, model="m", num_examples=2, rollouts_per_example=2)
+    assert "outputs" in results and results.get("nothing") is None
+    outputs, metadata = results["outputs"], results["metadata"]
+    assert len(outputs) == 4
+    assert {"example_id", "prompt", "completion", "reward", "metrics", "is_completed"} <= set(
+        outputs[0]
+    )
+    assert metadata["avg_reward"] == pytest.approx(0.7)
+    assert metadata["avg_metrics"]["correct"] == pytest.approx(0.5)
+    assert metadata["pass_at_k"] == {"1": 0.5, "2": 0.5}
+    assert metadata["avg_error"] == 0.0
+    assert metadata["base_url"] == server.base_url.rstrip("/") and metadata["time"] >= 0
+    assert metadata["rollouts_per_example"] == 2 and metadata["model"] == "m"
