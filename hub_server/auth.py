@@ -7,6 +7,7 @@ import binascii
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 
 from hub_server.errors import Forbidden, Unauthorized
 
@@ -62,6 +63,7 @@ class Principal:
     scopes: frozenset[str]
     restrict_owner: str | None
     restrict_projects: frozenset[str] | None
+    expires_at: datetime | None = None  # the token's; tokens it creates expire no later
 
     def has_scope(self, scope: str) -> bool:
         if "admin" in self.scopes:

@@ -225,6 +225,7 @@ class HubService:
                 restrict_projects=frozenset(token.restrict_projects)
                 if token.restrict_projects is not None
                 else None,
+                expires_at=token.expires_at,
             )
 
     def whoami(self, principal: Principal) -> s.WhoAmI:
@@ -271,6 +272,8 @@ class HubService:
             if outside:
                 raise Forbidden(f"this token cannot grant access to {', '.join(sorted(outside))}")
         expires = _now() + timedelta(days=req.expires_in_days) if req.expires_in_days else None
+        if principal.expires_at is not None:  # a token cannot outlive the one that made it
+            expires = min(expires or principal.expires_at, principal.expires_at)
         secret = new_token_secret()
         with self.session() as db:
             tok = m.ApiToken(

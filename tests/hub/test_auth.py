@@ -61,6 +61,20 @@ def test_expired_token_is_refused(hub: Hub) -> None:
     assert resp.headers["www-authenticate"].startswith("Basic")
 
 
+def test_tokens_made_by_an_expiring_token_expire_no_later(hub: Hub) -> None:
+    _, token = hub.new_user()
+    parent = _token(hub, token, scopes=["read", "manage"], expires_in_days=1)
+    limit = hub.api("GET", "/whoami", parent).json()["expires_at"]
+    for body in ({}, {"expires_in_days": 30}):
+        r = hub.api("POST", "/tokens", parent, json={"name": "child", "scopes": ["read"], **body})
+        assert r.status_code == 201, r.text
+        assert r.json()["expires_at"] == limit
+    r = hub.api(
+        "POST", "/tokens", parent, json={"name": "c", "scopes": ["read"], "expires_in_days": 0.5}
+    )
+    assert r.json()["expires_at"] < limit
+
+
 def test_token_lifetime_is_bounded(hub: Hub) -> None:
     _, token = hub.new_user()
     for days in (1e308, 36501):
