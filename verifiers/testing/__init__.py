@@ -25,6 +25,8 @@ _EXPORTS = {
     "ServerProcess": "verifiers.testing.server",
     "ScriptedCall": "verifiers.testing.scripted",
     "run_sandbox_conformance": "verifiers.testing.sandbox_conformance",
+    "SandboxConformance": "verifiers.testing.sandbox_conformance",
+    "ConformanceReport": "verifiers.testing.sandbox_conformance",
 }
 
 __all__ = sorted(_EXPORTS)
