@@ -429,6 +429,17 @@ async def test_generate_runs_given_inputs() -> None:
     assert [r["reward"] for r in result.records] == [1.0, 0.0]
 
 
+async def test_generate_takes_a_dict_of_columns() -> None:
+    env = vf.SingleTurnEnv(dataset=rows(1), rubric=vf.Rubric(funcs=[exact]))
+    inputs = {"question": ["qx", "qy"], "answer": ["ax", "nope"]}
+    result = await env.generate(
+        inputs, ScriptedClient(responder=lambda p: "a" + p[-1]["content"][1:]), "m"
+    )
+    assert [r["reward"] for r in result.records] == [1.0, 0.0]
+    with pytest.raises(vf.ConfigError, match="map each column name to a list"):
+        await env.generate({"question": "qx"}, ScriptedClient(replies=["x"]), "m")
+
+
 async def test_max_seq_len_stops_on_reported_usage() -> None:
     env = Counter(dataset=rows(1), max_turns=20, max_seq_len=40)
     result = await run(env, ScriptedClient(responder=lambda p: "0123456789"))

@@ -768,9 +768,18 @@ def _to_dataset(raw: DatasetLike) -> Dataset:
         return raw
     if isinstance(raw, list):
         return Dataset.from_list(raw)
+    if isinstance(raw, dict):  # columns, the classic ``generate(inputs={...})`` shape
+        lengths = {k: len(v) for k, v in raw.items() if isinstance(v, list)}
+        if len(lengths) != len(raw) or len(set(lengths.values())) > 1:
+            raise ConfigError(
+                "a dict of inputs must map each column name to a list, all of one length; got "
+                + ", ".join(f"{k}: {type(v).__name__}" for k, v in raw.items())
+            )
+        return Dataset.from_dict(raw)
     to_list = getattr(raw, "to_list", None)
     if callable(to_list):  # e.g. an IterableDataset slice or a pandas frame
         return Dataset.from_list(list(to_list()))
     raise ConfigError(
-        f"dataset must be a datasets.Dataset or a list of dicts, not {type(raw).__name__}"
+        f"dataset must be a datasets.Dataset, a list of dicts or a dict of columns, not "
+        f"{type(raw).__name__}"
     )
