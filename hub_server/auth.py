@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ def token_from_headers(authorization: str | None) -> str | None:
     if scheme == "basic" and value:
         try:
             decoded = base64.b64decode(value, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError):  # binascii.Error, or non-ASCII input
             raise Unauthorized("malformed Basic credentials") from None
         user, sep, password = decoded.partition(":")
         if not password and user.startswith(TOKEN_PREFIX):  # http://vfh_...@host/ URLs

@@ -104,6 +104,8 @@ def test_health_metrics_and_error_bodies(hub: Hub) -> None:
     assert r.status_code == 400 and "multipart/form-data" in r.json()["message"]
     r = httpx.get(f"{hub.url}/simple/", headers={"Authorization": "Digest abc"})
     assert r.status_code == 401 and "Bearer or Basic" in r.json()["message"]
+    r = httpx.get(f"{hub.url}/simple/", headers={"Authorization": b"Basic \xff\xfe"})
+    assert r.status_code == 401 and "malformed Basic" in r.json()["message"]
 
 
 def test_openapi_documents_what_the_api_answers(hub: Hub) -> None:
