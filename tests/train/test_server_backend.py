@@ -120,3 +120,25 @@ async def test_token_ids_of_another_model_are_a_clear_error(tmp_path: Path) -> N
         )
         with pytest.raises(ConfigError, match=r"token id \d+, outside the vocabulary"):
             await Trainer(cfg).run()
+
+
+async def test_an_unreachable_endpoint_is_named_before_any_rollout(tmp_path: Path) -> None:
+    import socket
+
+    from verifiers.errors import InfraError
+
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        cfg = TrainConfig.from_dict(
+            {
+                "env": {"factory": "tests.train.toy_env:load_environment"},
+                "inference": {"backend": "server", "base_urls": [url]},
+                "rollouts": {"rollouts_per_example": 2, "groups_per_batch": 1},
+                "train": {"steps": 1, "output_dir": str(tmp_path / "run")},
+            }
+        )
+        trainer = Trainer(cfg)
+        with pytest.raises(InfraError, match=f"cannot reach the inference endpoint {url}"):
+            await trainer.run()
+        assert trainer.source.client_groups == [0]  # nothing was launched

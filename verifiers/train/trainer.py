@@ -247,6 +247,8 @@ class Trainer:
         cfg = self.config.train
         in_thread = self.config.inference.backend == "server"
         sync = in_thread and self.config.inference.update_weights
+        if in_thread:
+            await asyncio.to_thread(self._check_endpoints)
         if sync and self.step > 0:
             # resumed: the servers still serve the weights they started with
             await asyncio.to_thread(self._push_weights)
@@ -365,6 +367,20 @@ class Trainer:
             )
 
     # ------------------------------------------------------------------ weights and checkpoints
+
+    def _check_endpoints(self) -> None:
+        """Fail at once, naming the URL, when an inference endpoint cannot be reached (rather
+        than after many groups' retries). Any HTTP answer counts as reachable."""
+        import httpx
+
+        for url in self.config.inference.base_urls:
+            try:
+                httpx.get(url.rstrip("/") + "/models", timeout=30.0)
+            except httpx.TransportError as e:
+                raise InfraError(
+                    f"cannot reach the inference endpoint {url} ({type(e).__name__}: {e}); "
+                    "start the server or fix inference.base_urls"
+                ) from None
 
     def _push_weights(self) -> None:
         """Save the current weights and ask every endpoint to load them."""
