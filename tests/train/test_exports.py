@@ -15,3 +15,23 @@ def test_verifiers_train_imports_no_torch_until_used() -> None:
         "assert 'torch' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_public_name_is_documented() -> None:
+    import inspect
+
+    import verifiers.train as t
+
+    undocumented = []
+    for name in t.__all__:
+        obj = getattr(t, name)
+        if not (obj.__doc__ or "").strip():
+            undocumented.append(name)
+        if inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                fn = member.fget if isinstance(member, property) else member
+                if attr.startswith("_") or not callable(fn):
+                    continue
+                if not (fn.__doc__ or "").strip():
+                    undocumented.append(f"{name}.{attr}")
+    assert not undocumented, undocumented

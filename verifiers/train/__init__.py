@@ -22,11 +22,14 @@ _EXPORTS: dict[str, str] = {
     "group_mean_advantages": "verifiers.train.rollout_source",
     "pack_samples": "verifiers.train.packing",
     "PackedMicroBatch": "verifiers.train.packing",
+    "PackResult": "verifiers.train.packing",
     "masked_importance_sampling_loss": "verifiers.train.loss",
+    "LossOutput": "verifiers.train.loss",
     "token_logprobs": "verifiers.train.loss",
     "LocalModelClient": "verifiers.train.local_client",
     "build_char_tokenizer": "verifiers.train.tiny",
     "build_tiny_model": "verifiers.train.tiny",
+    "letter_environment": "verifiers.train.tiny",
     "TRLAdapter": "verifiers.train.trl_adapter",
     "TrainConfig": "verifiers.train.config",
     "load_train_config": "verifiers.train.config",
@@ -37,6 +40,8 @@ __all__ = [
     "Batch",
     "DifficultyConfig",
     "LocalModelClient",
+    "LossOutput",
+    "PackResult",
     "PackedMicroBatch",
     "RolloutSource",
     "RolloutSourceConfig",
@@ -49,6 +54,7 @@ __all__ = [
     "build_samples",
     "build_tiny_model",
     "group_mean_advantages",
+    "letter_environment",
     "load_train_config",
     "masked_importance_sampling_loss",
     "pack_samples",
@@ -72,8 +78,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.train.config import TrainConfig, load_train_config
     from verifiers.train.local_client import LocalModelClient
-    from verifiers.train.loss import masked_importance_sampling_loss, token_logprobs
-    from verifiers.train.packing import PackedMicroBatch, pack_samples
+    from verifiers.train.loss import LossOutput, masked_importance_sampling_loss, token_logprobs
+    from verifiers.train.packing import PackedMicroBatch, PackResult, pack_samples
     from verifiers.train.rollout_source import (
         Batch,
         DifficultyConfig,
@@ -82,6 +88,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         group_mean_advantages,
     )
     from verifiers.train.samples import Sample, SampleBuild, build_samples
-    from verifiers.train.tiny import build_char_tokenizer, build_tiny_model
+    from verifiers.train.tiny import build_char_tokenizer, build_tiny_model, letter_environment
     from verifiers.train.trainer import Trainer
     from verifiers.train.trl_adapter import TRLAdapter

@@ -64,6 +64,8 @@ class LocalModelClient(Client):
         tools: list[dict[str, Any]] | None = None,
         message_type: MessageType = "chat",
     ) -> ModelResponse:
+        """Sample one completion with the in-process model (batched with concurrent calls):
+        token ids, the sampled tokens' logprobs at ``temperature`` and the finish reason."""
         args = dict(sampling_args or {})
         max_tokens = int(
             args.get("max_tokens") or args.get("max_completion_tokens") or self.default_max_tokens

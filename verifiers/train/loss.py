@@ -29,6 +29,7 @@ class LossOutput:
 
     @property
     def masked_fraction(self) -> float:
+        """Share of the loss tokens that the ratio bounds or a dropped sequence masked."""
         return self.num_masked_tokens / self.num_loss_tokens if self.num_loss_tokens else 0.0
 
 

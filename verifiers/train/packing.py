@@ -44,10 +44,12 @@ class PackedMicroBatch:
 
     @property
     def num_loss_tokens(self) -> int:
+        """Tokens that carry loss (sampled by the policy)."""
         return sum(self.loss_mask)
 
     @property
     def num_tokens(self) -> int:
+        """Real (non-padding) tokens in the row."""
         return sum(1 for s in self.sequence_ids if s >= 0)
 
     def tensors(self, device: Any = "cpu") -> dict[str, torch.Tensor]:
@@ -72,6 +74,8 @@ class PackedMicroBatch:
 
 @dataclass(slots=True)
 class PackResult:
+    """The packed rows and how many samples were longer than ``seq_len`` (dropped)."""
+
     micro_batches: list[PackedMicroBatch]
     dropped_overlong: int
 

@@ -67,6 +67,7 @@ class Sample:
 
     @property
     def num_loss_tokens(self) -> int:
+        """Tokens the policy sampled (where ``mask`` is True)."""
         return sum(self.mask)
 
 
