@@ -124,6 +124,12 @@ def install(
     client = HubClient()
     project = client.project(owner, name)
     release = _pick_release(project, version)
+    if not any(f.filename.endswith(".whl") for f in release.files):
+        raise CLIError(
+            f"{project.owner}/{project.name} {release.version} has no wheel to install "
+            "(only a source distribution)",
+            "ask its owner to push the wheel: vf env push",
+        )
     if release.yanked:
         typer.echo(
             f"warning: {owner}/{project.name} {release.version} is yanked"

@@ -641,7 +641,7 @@ class HubService:
                     size=f.size,
                     requires_python=f.requires_python,
                     upload_time=f.upload_time,
-                    metadata_sha256=f.metadata_sha256,
+                    metadata_sha256=None if f.wheel_tags == SDIST_TAG else f.metadata_sha256,
                 )
                 for f in files
             ],

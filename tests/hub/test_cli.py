@@ -188,6 +188,19 @@ def test_env_install_pins_version_into_current_interpreter(
     assert r.returncode == 1 and "no version 7.0" in r.stderr
 
 
+def test_env_install_of_an_sdist_only_release_names_the_problem(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    from .wheelfactory import make_sdist
+
+    owner, token = hub.new_user()
+    name = hub.unique("sdonly-env")
+    assert hub.upload(make_sdist(tmp_path, name, "1.0.0"), token).status_code == 200
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    code, _, err = vf(["env", "install", f"{owner}/{name}"], env)
+    assert code == 1 and "has no wheel to install" in err, err
+
+
 def test_push_built_wheel_private_under_org(hub: Hub, cfg: dict[str, str]) -> None:
     _, token = hub.new_user()
     org = hub.unique("cli-org")

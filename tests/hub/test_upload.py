@@ -179,6 +179,8 @@ def test_sdist_beside_wheel_twine_and_uv_publish(hub: Hub, tmp_path: Path) -> No
     owner = hub.api("GET", f"/projects?q={name}").json()["items"][0]["owner"]
     release = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0").json()
     assert release["entry_points"] == {name: f"{name.replace('-', '_')}:load_environment"}
+    meta = {f["filename"]: f["metadata_sha256"] for f in release["files"]}
+    assert meta[sdist.name] is None and meta[wheel.name]
     page = httpx.get(f"{hub.url}/simple/{name}/", headers={"Accept": JSON}).json()
     by_name = {f["filename"]: f for f in page["files"]}
     assert set(by_name) == {sdist.name, wheel.name}
