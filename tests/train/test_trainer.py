@@ -215,3 +215,35 @@ def test_help_names_every_table_and_key() -> None:
         assert field.annotation is not None
         for key in field.annotation.model_fields:
             assert key in text, f"{table}.{key}"
+
+
+def test_metrics_stay_one_row_per_step_across_resume_and_start_over(tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "run"
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(
+        "[env]\nfactory = 'tests.train.toy_env:load_environment'\n"
+        "[rollouts]\nrollouts_per_example = 2\ngroups_per_batch = 1\nmax_tokens = 2\n"
+        "filter_zero_variance = false\n"
+        f"[train]\nsteps = 3\ncheckpoint_every = 2\nseq_len = 64\noutput_dir = '{out}'\n"
+    )
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", str(cfg)]).exit_code == 0
+    # a crash after step 3 was logged but before its checkpoint: resume trains it again
+    shutil.rmtree(out / "checkpoints" / "step_3")
+    result = runner.invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 0, result.output
+    assert [r["step"] for r in _metrics(out)] == [0, 1, 2]
+
+    # starting over moves the earlier run aside: a later resume cannot pick up its step_3
+    result = runner.invoke(app, ["train", str(cfg), "--no-resume", "--steps", "1"])
+    assert result.exit_code == 0, result.output
+    assert [r["step"] for r in _metrics(out)] == [0]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_1"]
+    (aside,) = out.glob("replaced-*")
+    assert sorted(p.name for p in (aside / "checkpoints").iterdir()) == ["step_2", "step_3"]
+    assert len((aside / "metrics.jsonl").read_text().splitlines()) == 3
+    result = runner.invoke(app, ["train", str(cfg), "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    assert [r["step"] for r in _metrics(out)] == [0, 1]

@@ -27,6 +27,7 @@ import asyncio
 import importlib
 import json
 import logging
+import math
 import random
 import shutil
 import sys
@@ -243,7 +244,7 @@ class Trainer:
         """Train until ``train.steps`` (counting steps done before a resume); the metrics of
         the steps run now."""
         history: list[dict[str, Any]] = []
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self._prepare_output_dir()
         cfg = self.config.train
         in_thread = self.config.inference.backend == "server"
         sync = in_thread and self.config.inference.update_weights
@@ -280,6 +281,48 @@ class Trainer:
             if self._owns_env and callable(getattr(self.env, "close", None)):
                 await self.env.close()
         return history
+
+    def _prepare_output_dir(self) -> None:
+        """Keep ``metrics.jsonl`` one row per step of this run's history.
+
+        A resumed run forgets the rows of steps after its checkpoint (they are trained again).
+        A run that starts from step 0 (``resume = false``, or no complete checkpoint) moves an
+        earlier run's checkpoints, weights and metrics to ``OUTPUT_DIR/replaced-<time>`` so
+        that nothing is lost and a later resume cannot pick up the other run's checkpoints.
+        """
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        metrics = self.output_dir / "metrics.jsonl"
+        if self.step > 0:
+            if metrics.is_file():
+                kept = [
+                    line
+                    for line in metrics.read_text(encoding="utf-8").splitlines()
+                    if _logged_step(line) < self.step
+                ]
+                metrics.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+            return
+        earlier = [
+            self.output_dir / name
+            for name in ("checkpoints", "weights", "metrics.jsonl")
+            if (self.output_dir / name).exists()
+        ]
+        if not earlier:
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.output_dir / f"replaced-{stamp}"
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = self.output_dir / f"replaced-{stamp}-{n}"
+        aside.mkdir()
+        for path in earlier:
+            path.rename(aside / path.name)
+        logger.warning(
+            "starting over in %s: the earlier run's %s moved to %s",
+            self.output_dir,
+            ", ".join(p.name for p in earlier),
+            aside,
+        )
 
     def _log(self, metrics: dict[str, Any]) -> None:
         with open(self.output_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
@@ -464,6 +507,14 @@ class Trainer:
         for client, rng in zip(locals_, state["client_rng"], strict=False):
             client.generator.set_state(rng)
         logger.info("resumed from %s at step %d", path, self.step)
+
+
+def _logged_step(line: str) -> float:
+    """The step of a metrics.jsonl line (infinity for a line cut short by a crash)."""
+    try:
+        return float(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return math.inf
 
 
 # settings that may differ between a run and its resumption without being reported
