@@ -104,6 +104,8 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
         ("[env]\nid = 'x'\n[inference]\nbackend = 'server'\n", "base_urls"),
         ("[env\n", "not valid TOML"),
         ("[model]\nname = '/no/such/model'\n[env]\nid = 'x'\n", "is not a directory"),
+        ("[model]\ndevice = 'gpu0'\n[env]\nid = 'x'\n", "model.device 'gpu0' is not a torch"),
+        ("[model]\ndevice = 'cuda:99'\n[env]\nid = 'x'\n", "model.device 'cuda:99': this machine"),
     ],
 )
 def test_bad_configs_get_one_clear_line(tmp_path: Path, text: str, needle: str) -> None:

@@ -116,7 +116,20 @@ class Trainer:
         wanted = self.config.model.device
         if wanted == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        return torch.device(wanted)
+        try:
+            device = torch.device(wanted)
+        except RuntimeError:
+            raise ConfigError(
+                f"model.device {wanted!r} is not a torch device (try 'auto', 'cpu' or 'cuda:0')"
+            ) from None
+        if device.type == "cuda":
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if count == 0 or (device.index or 0) >= count:
+                raise ConfigError(
+                    f"model.device {wanted!r}: this machine has {count} CUDA device(s); "
+                    "use 'auto' or 'cpu'"
+                )
+        return device
 
     def _dtype(self) -> torch.dtype:
         name = self.config.model.dtype
