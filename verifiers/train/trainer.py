@@ -19,6 +19,17 @@ Each step packs the samples into ``seq_len`` rows, accumulates gradients over th
 ``OUTPUT_DIR/metrics.jsonl`` (one JSON object per step) and to the ``on_step`` callback;
 checkpoints (weights, tokenizer, optimizer, data order) go to
 ``OUTPUT_DIR/checkpoints/step_N`` and a run with ``resume = true`` continues from the latest.
+
+Each ``metrics.jsonl`` line has: ``step`` (0-based), ``reward`` (mean over the batch's groups,
+zero-variance ones included), ``reward/<task>`` (several tasks), ``loss``, ``masked_fraction``
+(loss tokens the ratio bounds or a dropped sequence masked), ``dropped_sequences``,
+``mean_ratio``, ``grad_norm``, ``off_policy_lag`` and ``off_policy_lag_max`` (steps between
+the weights that sampled a group and those trained), ``num_samples``, ``num_tokens``,
+``num_loss_tokens``, ``micro_batches``, ``dropped_overlong`` (samples longer than ``seq_len``),
+``wait_seconds`` (waiting for rollouts), ``adapter_seconds`` and ``adapter_share`` (building
+samples, advantages and packing), ``step_seconds``, ``tokens_per_second`` and ``counts``
+(events of the step: ``zero_variance_groups``, ``errored_rollouts``, ``stale_cancelled``,
+``stale_dropped``, ``split``, ``dropped_mismatch``, ``short_batches``, ...).
 """
 
 from __future__ import annotations
