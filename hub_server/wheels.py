@@ -202,9 +202,9 @@ def inspect_sdist(
     ``{name}-{version}/`` top directory) and read its ``PKG-INFO``. Entry points are read only
     from wheels: an sdist's are whatever its build produces."""
     norm_name, version, _ = parse_filename(filename)
-    top = filename[: -len(".tar.gz")]
     _check_gzip_size(fileobj, filename, max_uncompressed, max_ratio)
     fileobj.seek(0)
+    top: str | None = None  # the one top directory, "{name}-{version}" in any spelling
     pkg_info: bytes | None = None
     try:
         with tarfile.open(fileobj=fileobj, mode="r:gz") as tf:
@@ -214,10 +214,16 @@ def inspect_sdist(
                         f"{filename} has over {MAX_MEMBERS} archive members; refused"
                     )
                 _check_member_name(member.name)
-                if member.name.split("/", 1)[0] != top:
+                name = member.name.removeprefix("./")
+                if name in ("", "."):
+                    continue
+                head = name.split("/", 1)[0]
+                if top is None and _is_dist_dir(head, norm_name, version):
+                    top = head
+                if head != top:
                     raise InvalidUpload(
-                        f"archive member {member.name!r} is outside the {top}/ directory that "
-                        "a source distribution must unpack into"
+                        f"archive member {member.name!r} is outside the one "
+                        f"{{name}}-{{version}}/ directory a source distribution unpacks into"
                     )
                 if member.issym() or member.islnk():
                     _check_member_name(member.linkname)
@@ -226,7 +232,7 @@ def inspect_sdist(
                         f"archive member {member.name!r} is a device or FIFO; sdists must not "
                         "contain special files"
                     )
-                if member.name == f"{top}/PKG-INFO" and member.isfile():
+                if name == f"{top}/PKG-INFO" and member.isfile():
                     if member.size > _METADATA_LIMIT:
                         raise InvalidUpload(f"PKG-INFO is larger than {_METADATA_LIMIT} bytes")
                     extracted = tf.extractfile(member)
@@ -234,10 +240,20 @@ def inspect_sdist(
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
         raise InvalidUpload(f"{filename} is not a valid .tar.gz archive ({e})") from None
     if pkg_info is None:
-        raise InvalidUpload(f"{filename} has no {top}/PKG-INFO; rebuild the sdist")
+        raise InvalidUpload(f"{filename} has no {{name}}-{{version}}/PKG-INFO; rebuild the sdist")
     info = _checked_metadata(pkg_info, filename, norm_name, version, "PKG-INFO")
     info.wheel_tags = SDIST_TAG
     return info
+
+
+def _is_dist_dir(head: str, norm_name: str, version: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    name, _, ver = head.rpartition("-")
+    try:
+        return canonicalize_name(name) == norm_name and Version(ver) == Version(version)
+    except InvalidVersion:
+        return False
 
 
 def _check_gzip_size(fileobj: IO[bytes], filename: str, limit: int, max_ratio: float) -> None:

@@ -162,3 +162,21 @@ def test_member_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     sd = make_sdist(tmp_path, "many-env", "1.0", extra_members={f"{top}/{k}": b"" for k in many})
     with sd.open("rb") as f, pytest.raises(InvalidUpload, match="archive members"):
         wheels.inspect_sdist(f, sd.name, max_uncompressed=10**9, max_ratio=100.0)
+
+
+@pytest.mark.parametrize(
+    ("top", "prefix"),
+    [(None, ""), (None, "./"), ("Mixed.Case_Env-1.0.0", ""), ("mixed-case-env-1.0", "")],
+)
+def test_sdist_top_directory_in_any_spelling(tmp_path: Path, top: str | None, prefix: str) -> None:
+    from hub_server import wheels
+
+    from .wheelfactory import make_sdist
+
+    sd = make_sdist(tmp_path, "mixed-case-env", "1.0.0", top=top, prefix=prefix)
+    with sd.open("rb") as f:
+        info = wheels.inspect_sdist(f, sd.name, max_uncompressed=10**9, max_ratio=100.0)
+    assert info.normalized_name == "mixed-case-env" and info.wheel_tags == wheels.SDIST_TAG
+    other = make_sdist(tmp_path / "o", "mixed-case-env", "1.0.0", top="someone-else-1.0.0")
+    with other.open("rb") as f, pytest.raises(InvalidUpload, match="outside the one"):
+        wheels.inspect_sdist(f, other.name, max_uncompressed=10**9, max_ratio=100.0)

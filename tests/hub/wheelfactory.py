@@ -82,13 +82,17 @@ def make_sdist(
     extra_members: dict[str, bytes] | None = None,
     symlinks: dict[str, str] | None = None,
     fifo: str | None = None,
+    top: str | None = None,
+    prefix: str = "",
 ) -> Path:
     """Write ``{name}-{version}.tar.gz`` (PEP 625 spelling) into ``dest`` and return its path.
-    ``extra_members`` and ``symlinks`` take archive paths as given (not under the top dir)."""
+    ``extra_members`` and ``symlinks`` take archive paths as given (not under the top dir);
+    ``top`` names the top directory (default ``{dist}-{version}``), ``prefix`` goes before it."""
     import tarfile
 
     dist = name.replace("-", "_")
-    top = f"{dist}-{version}"
+    filename = f"{dist}-{version}.tar.gz"
+    top = prefix + (top or f"{dist}-{version}")
     pkg_info = (
         f"Metadata-Version: 2.2\nName: {metadata_name or name}\nVersion: {version}\n"
         f"Summary: test sdist {name}\nRequires-Python: >=3.8\n"
@@ -112,6 +116,6 @@ def make_sdist(
             info.type = tarfile.FIFOTYPE
             tf.addfile(info)
     dest.mkdir(parents=True, exist_ok=True)
-    path = dest / f"{top}.tar.gz"
+    path = dest / filename
     path.write_bytes(buf.getvalue())
     return path
