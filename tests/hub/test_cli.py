@@ -188,6 +188,33 @@ def test_env_install_pins_version_into_current_interpreter(
     assert r.returncode == 1 and "no version 7.0" in r.stderr
 
 
+def test_env_install_ignores_configured_extra_indexes_and_find_links(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    """A same-version wheel that pip would rank higher (a more specific tag), offered by the
+    user's pip config, must not replace the hub's: the project index is the only source."""
+    import shutil
+
+    owner, token = hub.new_user()
+    name = hub.unique("shadow-env")
+    assert hub.upload(hub.wheel(name, module_body="WHO = 'hub'\n"), token).status_code == 200
+    evil = hub.wheel(name, module_body="WHO = 'shadow'\n")
+    links = tmp_path / "links"
+    links.mkdir()
+    shutil.copy(evil, links / evil.name.replace("-py3-none-any", "-py311-none-any"))
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nfind-links = {links}\nextra-index-url = {links.as_uri()}\n")
+    py = fresh_venv(tmp_path / "venv")
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token, "PIP_CONFIG_FILE": str(conf)}
+    r = vf_in(py, ["env", "install", f"{owner}/{name}"], env)
+    assert r.returncode == 0, r.stderr
+    mod = name.replace("-", "_")
+    who = subprocess.run(
+        [str(py), "-c", f"import {mod}; print({mod}.WHO)"], capture_output=True, text=True
+    )
+    assert who.stdout.strip() == "hub", who.stdout + who.stderr
+
+
 def test_env_install_of_an_sdist_only_release_names_the_problem(
     hub: Hub, cfg: dict[str, str], tmp_path: Path
 ) -> None:
