@@ -26,7 +26,14 @@ from starlette.routing import Match
 
 from hub_server.auth import Principal, require_principal, token_from_headers
 from hub_server.db import make_engine, make_sessionmaker
-from hub_server.errors import BadRequest, HubError, NotFound, TooLarge, Unauthorized
+from hub_server.errors import (
+    BadRequest,
+    HubError,
+    NotFound,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+)
 from hub_server.index import (
     HTML_V1,
     JSON_V1,
@@ -349,6 +356,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 {"error": "storage", "message": f"{filename} is missing from blob storage"},
                 status_code=503,
             )
+        except Exception as e:  # the store is down or refusing: not this request's fault
+            log.exception("blob storage failed reading %s", key)
+            raise Unavailable(
+                f"blob storage failed ({type(e).__name__}) reading {filename}; try again"
+            ) from None
         metrics.inc("downloads")
         return StreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
 

@@ -447,4 +447,25 @@ def test_storage_failure_is_a_503_and_publishes_nothing(tmp_path: Path) -> None:
         assert r.status_code == 503 and "nothing was published" in r.json()["message"]
         assert httpx.get(f"{url}/simple/full-env/").status_code == 404
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+
+        class Down(LocalStorage):
+            def open(self, key: str) -> Iterator[bytes]:
+                raise ConnectionError("storage endpoint unreachable")
+
+        app.state.service.storage = LocalStorage(tmp_path / "data" / "blobs")
+        assert hub_upload(url, token, wheel).status_code == 200
+        (f,) = httpx.get(f"{url}/simple/full-env/", headers={"Accept": JSON}).json()["files"]
+        app.state.service.storage = Down(tmp_path / "data" / "blobs")
+        for suffix in ("", ".metadata"):
+            r = httpx.get(url + f["url"] + suffix)
+            assert r.status_code == 503 and "blob storage failed" in r.json()["message"]
     app.state.engine.dispose()
+
+
+def hub_upload(url: str, token: str, wheel: Path) -> httpx.Response:
+    with wheel.open("rb") as f:
+        return httpx.post(
+            f"{url}/legacy/",
+            files={"content": (wheel.name, f)},
+            headers={"Authorization": f"Bearer {token}"},
+        )
