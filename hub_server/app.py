@@ -19,7 +19,7 @@ from fastapi.responses import (
 )
 from packaging.utils import canonicalize_name
 from sqlalchemy import text
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -618,6 +618,16 @@ def _install_error_handlers(app: FastAPI) -> None:
                 "bad_request", "a value in the request cannot be stored (NUL byte or out of range)"
             ),
             status_code=400,
+        )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def database_down(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("database unavailable: %s", exc)
+        return JSONResponse(
+            body("unavailable", "the hub's database is unavailable; try again shortly"),
+            status_code=503,
+            headers={"Retry-After": "5"},
         )
 
     @app.exception_handler(Exception)

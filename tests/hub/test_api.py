@@ -221,3 +221,22 @@ def test_hostile_values_are_400s_not_500s(hub: Hub) -> None:
     )
     assert r.status_code in (201, 400), r.text
     assert hub.api("GET", evals).status_code == 200
+
+
+def test_database_outage_is_a_503(tmp_path: Path) -> None:
+    from hub_server.app import create_app
+    from hub_server.db import make_engine, make_sessionmaker
+    from hub_server.settings import Settings
+
+    from .live import live_server
+
+    app = create_app(Settings(data_dir=tmp_path / "data"))
+    down = make_engine("postgresql://nobody@127.0.0.1:1/none")
+    app.state.service.sessions = make_sessionmaker(down)
+    with live_server(app) as url:
+        for path in ("/simple/anything/", "/api/v1/projects", "/api/v1/whoami"):
+            r = httpx.get(url + path, headers={"Authorization": "Bearer vfh_x"})
+            assert r.status_code == 503, (path, r.text)
+            assert "database is unavailable" in r.json()["message"]
+    down.dispose()
+    app.state.engine.dispose()
