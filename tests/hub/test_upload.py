@@ -297,6 +297,43 @@ def test_concurrent_pushes_of_same_new_version(hub: Hub, pushers: int) -> None:
     assert served.content == datas[winner]
 
 
+def test_concurrent_uploads_of_one_new_releases_files_all_publish(hub: Hub) -> None:
+    """Different files (tags, sdist) of one new project version racing: every one is
+    published, into one project and one release."""
+    _, token = hub.new_user()
+    name = hub.unique("multi-env")
+    base = hub.wheel(name)
+    files = [base]
+    for tag in ("py311-none-any", "py310-none-any", "py2.py3-none-any"):
+        other = base.parent / base.name.replace("py3-none-any", tag)
+        other.write_bytes(base.read_bytes())
+        files.append(other)
+    files.append(make_sdist(hub.tmp / hub.unique("sd"), name, "1.0.0"))
+    barrier = threading.Barrier(len(files))
+    codes: list[int] = []
+
+    def push(path: Path) -> None:
+        data = path.read_bytes()
+        barrier.wait()
+        r = httpx.post(
+            f"{hub.url}/legacy/",
+            files={"content": (path.name, data)},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        codes.append(r.status_code)
+
+    threads = [threading.Thread(target=push, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes == [200] * len(files)
+    page = httpx.get(f"{hub.url}/simple/{name}/", headers={"Accept": JSON}).json()
+    assert sorted(f["filename"] for f in page["files"]) == sorted(f.name for f in files)
+    assert page["versions"] == ["1.0.0"]
+
+
 def test_upload_needs_credentials(hub: Hub) -> None:
     resp = hub.upload(hub.wheel(hub.unique("anon-env")), None)
     assert resp.status_code == 401
