@@ -163,6 +163,9 @@ def _binomial_mod(r: random.Random) -> tuple[str, int, list[str]]:
     )
 
 
+_MAX_REPEATS = 50
+"""Draws in a row that may repeat earlier problems before a family counts as exhausted."""
+
 FAMILIES: list[Family] = [
     _sum_primes,
     _fib_mod,
@@ -175,18 +178,28 @@ FAMILIES: list[Family] = [
 
 
 def generate(n: int, seed: int = 0) -> list[Problem]:
-    """``n`` distinct problems, cycling through the families."""
+    """``n`` distinct problems, cycling through the families. A family that keeps repeating
+    itself (it has few distinct problems, like ``collatz``) is dropped from the cycle, so a
+    large ``n`` is served by the others."""
     r = random.Random(seed)
     out: list[Problem] = []
     seen: set[str] = set()
-    attempts = 0
+    exhausted: set[int] = set()
+    slot = 0
     while len(out) < n:
-        attempts += 1
-        if attempts > 50 * n + 100:
-            raise RuntimeError("could not generate enough distinct problems")
-        family = FAMILIES[len(out) % len(FAMILIES)]
-        question, answer, cells = family(r)
-        if question in seen:
+        if len(exhausted) == len(FAMILIES):
+            raise RuntimeError(f"could not generate {n} distinct problems (made {len(out)})")
+        index = slot % len(FAMILIES)
+        if index in exhausted:
+            slot += 1
+            continue
+        family = FAMILIES[index]
+        for _ in range(_MAX_REPEATS):
+            question, answer, cells = family(r)
+            if question not in seen:
+                break
+        else:
+            exhausted.add(index)
             continue
         seen.add(question)
         out.append(
@@ -197,4 +210,5 @@ def generate(n: int, seed: int = 0) -> list[Problem]:
                 "family": family.__name__.lstrip("_"),
             }
         )
+        slot += 1
     return out
