@@ -243,6 +243,12 @@ def test_config_is_validated() -> None:
         RolloutSourceConfig(groups_per_batch=4, max_in_flight=2)
     with pytest.raises(ConfigError, match="ratios"):
         DifficultyConfig(easy_ratio=0, normal_ratio=0, hard_ratio=0)
+    clock = FakeClock()
+    endpoint = FakeEndpoint("a", clock, 1.0, alternating(), [])
+    with pytest.raises(ConfigError, match="no training rows"):
+        RolloutSource(FakeEnv([]), [endpoint])
+    with pytest.raises(ConfigError, match="at least one client"):
+        RolloutSource(FakeEnv(rows(2)), [])
 
 
 async def test_a_solved_dataset_returns_short_batches_instead_of_hanging() -> None:
