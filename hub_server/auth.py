@@ -55,7 +55,7 @@ class Principal:
 
     user_id: int
     user_name: str
-    is_admin: bool
+    is_admin: bool  # an admin user AND a token with the admin scope
     namespaces: frozenset[str]  # names the user may act for
     token_id: int
     token_name: str

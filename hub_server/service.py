@@ -216,7 +216,9 @@ class HubService:
             return Principal(
                 user_id=user.id,
                 user_name=user.namespace.name,
-                is_admin=user.is_admin,
+                # admin powers come with the admin scope: an admin's read or upload token (a
+                # CI secret, say) acts as an ordinary user's
+                is_admin=user.is_admin and "admin" in token.scopes,
                 namespaces=frozenset(names),
                 token_id=token.id,
                 token_name=token.name,

@@ -61,6 +61,26 @@ def test_expired_token_is_refused(hub: Hub) -> None:
     assert resp.headers["www-authenticate"].startswith("Basic")
 
 
+def test_an_admins_token_without_the_admin_scope_has_no_admin_powers(hub: Hub) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("guarded-env")
+    assert hub.upload(hub.wheel(name), token, private="1").status_code == 200
+    their_tokens = hub.api("GET", "/tokens", token).json()
+    ci = _token(hub, hub.admin_token, scopes=["read", "upload", "yank", "manage"])
+    assert hub.api("GET", "/whoami", ci).json()["admin"] is False
+    assert hub.api("GET", f"/projects/{owner}/{name}", ci).status_code == 404
+    auth = {"Authorization": f"Bearer {ci}"}
+    assert httpx.get(f"{hub.url}/{owner}/{name}/simple/", headers=auth).status_code == 404
+    assert hub.upload(hub.wheel(name, "2.0.0"), ci).status_code == 403
+    yank = hub.api("POST", f"/projects/{owner}/{name}/versions/1.0.0/yank", ci)
+    assert yank.status_code in (403, 404)
+    assert hub.api("DELETE", f"/tokens/{their_tokens[0]['id']}", ci).status_code == 404
+    assert hub.api("GET", "/journal", ci).status_code == 403
+    # the admin-scoped token keeps them
+    assert hub.api("GET", f"/projects/{owner}/{name}", hub.admin_token).status_code == 200
+    assert hub.api("GET", "/whoami", hub.admin_token).json()["admin"] is True
+
+
 def test_tokens_made_by_an_expiring_token_expire_no_later(hub: Hub) -> None:
     _, token = hub.new_user()
     parent = _token(hub, token, scopes=["read", "manage"], expires_in_days=1)
