@@ -17,6 +17,16 @@ def test_rows_interleave_tasks_and_are_seeded() -> None:
     assert [r["prompt"] for r in other.get_rows("eval")] != [r["prompt"] for r in rows]
 
 
+def test_repeated_puzzles_are_skipped_while_the_level_has_new_ones() -> None:
+    # at level 0, n_queens' first ten draws for seed 10 hold three repeats
+    rows = vf.load_environment("logic", tasks="n_queens", num_examples=10, seed=10).get_rows()
+    assert len({r["prompt"][-1]["content"] for r in rows}) == 10
+    # tower_of_hanoi's level 0 has fewer distinct puzzles than asked for: repeats fill the rest
+    rows = vf.load_environment("logic", tasks="tower_of_hanoi", num_examples=10).get_rows()
+    assert len(rows) == 10
+    assert len({r["prompt"][-1]["content"] for r in rows}) < 10
+
+
 def test_difficulty_raises_the_curriculum_level() -> None:
     easy = vf.load_environment("logic", tasks=["knights_knaves"], num_examples=5, difficulty=0)
     hard = vf.load_environment("logic", tasks=["knights_knaves"], num_examples=5, difficulty=9)

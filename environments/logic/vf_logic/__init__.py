@@ -34,6 +34,9 @@ DEFAULT_TASKS = (
     "shortest_path",
 )
 
+_DRAWS_PER_PUZZLE = 4
+"""How many generator draws per requested puzzle may go to skipping repeats."""
+
 SYSTEM_PROMPT = (
     "Solve the puzzle. Think it through, then write only your final answer, in exactly the "
     "format the puzzle asks for, inside <answer>...</answer>."
@@ -107,11 +110,22 @@ def load_environment(
     for i, (task, size) in enumerate(zip(names, per_task, strict=True)):
         rows: list[dict[str, Any]] = []
         if size:
+            # easy levels of some generators repeat puzzles: draw past repeats, and use them only
+            # when the level has fewer distinct puzzles than asked for
+            pool = size * _DRAWS_PER_PUZZLE
             dataset = create_dataset(
-                task, **_config(task, difficulty, seed + i, size, overrides.get(task, {}))
+                task, **_config(task, difficulty, seed + i, pool, overrides.get(task, {}))
             )
-            for idx in range(size):
+            seen: set[str] = set()
+            chosen: list[tuple[int, dict[str, Any]]] = []
+            repeats: list[tuple[int, dict[str, Any]]] = []
+            for idx in range(pool):
+                if len(chosen) == size:
+                    break
                 entry = dataset[idx]
+                (repeats if entry["question"] in seen else chosen).append((idx, entry))
+                seen.add(entry["question"])
+            for idx, entry in sorted(chosen + repeats[: size - len(chosen)], key=lambda p: p[0]):
                 entries[(task, idx)] = (dataset, entry)
                 rows.append(
                     {
