@@ -7,6 +7,7 @@ Classic flags keep their meaning: ``-m MODEL -b BASE_URL -k KEY_VAR -n N -r R -c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -167,67 +168,72 @@ def eval_command(
             f"--api-client-type must be 'native' or 'openai', not {api_client_type!r}", exit_code=2
         )
 
-    env = vf.load_environment(env_id, **env_kwargs)
-    defaults = eval_defaults(env_id)
-    n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
-    r = (
-        rollouts_per_example
-        if rollouts_per_example is not None
-        else int(defaults.get("rollouts_per_example", 3))
-    )
-    for key in ("max_tokens", "temperature"):
-        if key in defaults and key not in sampling:
-            sampling[key] = defaults[key]
+    def execute() -> vf.EvalResult:
+        env = vf.load_environment(env_id, **env_kwargs)
+        defaults = eval_defaults(env_id)
+        n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
+        r = (
+            rollouts_per_example
+            if rollouts_per_example is not None
+            else int(defaults.get("rollouts_per_example", 3))
+        )
+        for key in ("max_tokens", "temperature"):
+            if key in defaults and key not in sampling:
+                sampling[key] = defaults[key]
 
-    retry = vf.RetryPolicy(max_retries=max_retries)
-    client: Any
-    endpoint: str | None
-    if model == "oracle":
-        client, endpoint, model_name = vf.OracleClient(), None, "oracle"
-    else:
-        ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
-        client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
-        endpoint, model_name = ",".join(ep.base_urls), ep.model
+        retry = vf.RetryPolicy(max_retries=max_retries)
+        client: Any
+        endpoint: str | None
+        if model == "oracle":
+            client, endpoint, model_name = vf.OracleClient(), None, "oracle"
+        else:
+            ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
+            client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
+            endpoint, model_name = ",".join(ep.base_urls), ep.model
 
-    progress = None if as_json else _Progress(env_id, model_name)
+        progress = None if as_json else _Progress(env_id, model_name)
 
-    async def run() -> vf.EvalResult:
-        try:
-            return await vf.evaluate_async(
-                env,
-                client,
-                model_name,
-                num_examples=n,
-                rollouts_per_example=r,
-                max_concurrent=max_concurrent,
-                sampling_args=sampling,
-                save_results=save_results or resume or output_dir is not None,
-                output_dir=output_dir,
-                resume=resume,
-                state_columns=state_columns,
-                on_progress=progress.update if progress else None,
-                endpoint=endpoint,
-            )
-        finally:
-            await client.close()
-            await env.close()
+        async def run() -> vf.EvalResult:
+            try:
+                return await vf.evaluate_async(
+                    env,
+                    client,
+                    model_name,
+                    num_examples=n,
+                    rollouts_per_example=r,
+                    max_concurrent=max_concurrent,
+                    sampling_args=sampling,
+                    save_results=save_results or resume or output_dir is not None,
+                    output_dir=output_dir,
+                    resume=resume,
+                    state_columns=state_columns,
+                    on_progress=progress.update if progress else None,
+                    endpoint=endpoint,
+                )
+            finally:
+                await client.close()
+                await env.close()
 
-    if progress:
-        progress.start(n_total=None)
-    try:
-        result = asyncio.run(run())
-    except BaseException:
         if progress:
-            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
-        raise
-    if progress:
-        progress.stop()
-    if as_json:
-        out = dict(result.metadata)
-        out["path"] = str(result.path) if result.path else None
-        sys.stdout.write(json.dumps(out, default=str) + "\n")
+            progress.start(n_total=None)
+        try:
+            result = asyncio.run(run())
+        except BaseException:
+            if progress:
+                progress.stop(clear_if_idle=True)  # a config error stays a one-line message
+            raise
+        if progress:
+            progress.stop()
+        return result
+
+    if not as_json:
+        _print_summary(execute())
         return
-    _print_summary(result)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
+        result = execute()
+    out = dict(result.metadata)
+    out["path"] = str(result.path) if result.path else None
+    sys.stdout.write(json.dumps(out, default=str) + "\n")
 
 
 class _Progress:

@@ -186,6 +186,33 @@ def test_errors_found_after_the_progress_bar_starts_stay_one_line(
     assert "-o DIR" in line
 
 
+def test_json_output_stays_clean_when_the_environment_prints(tmp_path: Path) -> None:
+    (tmp_path / "chatty_env.py").write_text(
+        "import verifiers as vf\n"
+        "print('importing')\n"
+        "def exact(completion, answer) -> float:\n"
+        "    print('scoring')\n"
+        "    return float(completion[-1]['content'] == answer)\n"
+        "def load_environment():\n"
+        "    print('building')\n"
+        "    rows = [{'question': 'q', 'answer': 'a'}]\n"
+        "    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))\n"
+    )
+    exe = Path(sys.executable).parent / "vf-eval"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [str(exe), "chatty_env", "-m", "oracle", "-n", "1", "-r", "1", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["summary"]["avg_reward"] == 1.0
+    assert "building" in proc.stderr and "scoring" in proc.stderr
+
+
 def test_oracle_model_gets_full_reward(classic_envs_path: Path, tmp_path: Path) -> None:
     proc = vf_eval("classic_single", "-m", "oracle", "-n", "5", "-r", "2", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
