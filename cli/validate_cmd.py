@@ -9,6 +9,7 @@ when a check failed (2 for bad arguments or an environment that cannot be found)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import TYPE_CHECKING
@@ -58,24 +59,28 @@ def validate_command(
     from verifiers.testing.check import check_environment
 
     args = _json_arg(env_args, "-a/--env-args")
-    target: str | Environment = env
-    if Path(env).is_dir():
-        target = _load_from_directory(Path(env), args)
-        args = {}
-    try:
-        report = check_environment(
-            target,
-            env_args=args,
-            num_examples=num_examples,
-            min_gold_reward=min_gold_reward,
-            max_no_op_reward=max_no_op_reward,
-            timeout_s=timeout,
-        )
-    finally:
-        if not isinstance(target, str):  # built here: run its teardown handlers
-            import asyncio
+    quiet = contextlib.ExitStack()
+    if as_json:  # stdout carries only the JSON: what the environment prints goes to stderr
+        quiet.enter_context(contextlib.redirect_stdout(sys.stderr))
+    with quiet:
+        target: str | Environment = env
+        if Path(env).is_dir():
+            target = _load_from_directory(Path(env), args)
+            args = {}
+        try:
+            report = check_environment(
+                target,
+                env_args=args,
+                num_examples=num_examples,
+                min_gold_reward=min_gold_reward,
+                max_no_op_reward=max_no_op_reward,
+                timeout_s=timeout,
+            )
+        finally:
+            if not isinstance(target, str):  # built here: run its teardown handlers
+                import asyncio
 
-            asyncio.run(target.close())
+                asyncio.run(target.close())
     load = report["load"]
     if load.error_type in ("EnvironmentNotFoundError", "ConfigError"):
         raise CLIError(load.message, exit_code=2)

@@ -171,6 +171,29 @@ def test_validate_command_prints_a_table_and_sets_the_exit_code() -> None:
     assert json.loads(as_json.stdout)["ok"] is True
 
 
+def test_validate_json_stays_clean_when_the_environment_prints(tmp_path: Path) -> None:
+    package = tmp_path / "chatty"
+    package.mkdir()
+    (package / "pyproject.toml").write_text(
+        '[project]\nname = "chatty"\nversion = "0.1.0"\n'
+        '[project.entry-points."verifiers.environments"]\nchatty = "chatty_env:load_environment"\n'
+    )
+    (package / "chatty_env.py").write_text(
+        "import verifiers as vf\n"
+        "print('importing')\n"
+        "def exact(completion, answer) -> float:\n"
+        "    print('scoring')\n"
+        "    return float(completion[-1]['content'] == answer)\n"
+        "def load_environment():\n"
+        "    rows = [{'question': 'q', 'answer': 'a'}]\n"
+        "    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))\n"
+    )
+    result = CliRunner().invoke(_app(), ["validate", str(package), "-n", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ok"] is True
+    assert "scoring" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
