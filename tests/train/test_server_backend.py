@@ -142,3 +142,47 @@ async def test_an_unreachable_endpoint_is_named_before_any_rollout(tmp_path: Pat
         with pytest.raises(InfraError, match=f"cannot reach the inference endpoint {url}"):
             await trainer.run()
         assert trainer.source.client_groups == [0]  # nothing was launched
+
+
+async def test_interrupt_during_a_threaded_step_finishes_it_then_checkpoints(
+    tmp_path: Path, char_tokenizer: Any
+) -> None:
+    """Cancelled while the train step runs in its worker thread: the step completes (weights
+    and optimizer stay consistent), is counted, and the checkpoint is of that step."""
+    import asyncio
+    import threading
+
+    server_model = build_tiny_model(len(char_tokenizer), seed=0)
+    with HFServer(server_model, char_tokenizer) as server:
+        cfg = TrainConfig.from_dict(
+            {
+                "env": {"factory": "tests.train.toy_env:load_environment"},
+                "inference": {"backend": "server", "base_urls": [server.base_url]},
+                "rollouts": {
+                    "rollouts_per_example": 2,
+                    "groups_per_batch": 1,
+                    "max_tokens": 2,
+                    "filter_zero_variance": False,
+                },
+                "train": {"steps": 50, "seq_len": 64, "output_dir": str(tmp_path / "run")},
+            }
+        )
+        trainer = Trainer(cfg)
+        in_step, release = asyncio.Event(), threading.Event()
+        loop = asyncio.get_running_loop()
+        train_step = trainer.train_step
+
+        def blocking_step(batch: Any) -> dict[str, Any]:
+            loop.call_soon_threadsafe(in_step.set)
+            release.wait(timeout=30)
+            return train_step(batch)
+
+        trainer.train_step = blocking_step  # type: ignore[method-assign]
+        task = asyncio.ensure_future(trainer.run())
+        await in_step.wait()
+        task.cancel()  # queued before the thread can finish: run() sees it mid-step
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert trainer.step == 1 and server.updates == [1]
+        assert (tmp_path / "run" / "checkpoints" / "step_1" / "trainer_state.pt").is_file()

@@ -254,3 +254,36 @@ def test_metrics_stay_one_row_per_step_across_resume_and_start_over(tmp_path: Pa
     result = runner.invoke(app, ["train", str(cfg), "--steps", "2"])
     assert result.exit_code == 0, result.output
     assert [r["step"] for r in _metrics(out)] == [0, 1]
+
+
+async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(tmp_path: Path) -> None:
+    import asyncio
+
+    from verifiers.train.config import TrainConfig
+    from verifiers.train.trainer import Trainer
+
+    data = {
+        "env": {"factory": "tests.train.toy_env:load_environment"},
+        "rollouts": {
+            "rollouts_per_example": 2,
+            "groups_per_batch": 1,
+            "max_tokens": 2,
+            "filter_zero_variance": False,
+        },
+        "train": {"steps": 50, "seq_len": 64, "output_dir": str(tmp_path / "run")},
+    }
+    two_steps = asyncio.Event()
+
+    def on_step(m: dict[str, Any]) -> None:
+        if m["step"] == 1:
+            two_steps.set()
+
+    trainer = Trainer(TrainConfig.from_dict(data), on_step=on_step)
+    task = asyncio.ensure_future(trainer.run())
+    await two_steps.wait()
+    task.cancel()  # what Ctrl-C does to `vf train` (asyncio.run cancels the main task)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert trainer.step == 2
+    assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt").is_file()
+    assert Trainer(TrainConfig.from_dict(data)).step == 2

@@ -19,6 +19,8 @@ Each step packs the samples into ``seq_len`` rows, accumulates gradients over th
 ``OUTPUT_DIR/metrics.jsonl`` (one JSON object per step) and to the ``on_step`` callback;
 checkpoints (weights, tokenizer, optimizer, data order) go to
 ``OUTPUT_DIR/checkpoints/step_N`` and a run with ``resume = true`` continues from the latest.
+An interrupted run (Ctrl-C, or the task running :meth:`Trainer.run` cancelled) finishes the
+optimizer step under way, saves a checkpoint and then stops.
 
 Each ``metrics.jsonl`` line has: ``step`` (0-based), ``reward`` (mean over the batch's groups,
 zero-variance ones included), ``reward/<task>`` (several tasks), ``loss``, ``masked_fraction``
@@ -96,6 +98,7 @@ class Trainer:
         self.on_step = on_step
         self.output_dir = Path(config.train.output_dir)
         self.step = 0
+        self._saved_step = 0  # the step of the newest checkpoint
         self._resume_from = latest_checkpoint(self.output_dir) if config.train.resume else None
         self._seed()
         self.device = self._device()
@@ -277,17 +280,23 @@ class Trainer:
         if sync and self.step > 0:
             # resumed: the servers still serve the weights they started with
             await asyncio.to_thread(self._push_weights)
+        interrupted = False
         try:
-            while self.step < cfg.steps:
+            while self.step < cfg.steps and not interrupted:
                 started = time.perf_counter()
-                batch = await self.source.next_batch(self.step)
+                try:
+                    batch = await self.source.next_batch(self.step)
+                except asyncio.CancelledError:
+                    interrupted = True
+                    break
                 if in_thread:
-                    metrics = await asyncio.to_thread(self.train_step, batch)
+                    metrics, interrupted = await self._finish_in_thread(self.train_step, batch)
                 else:
                     metrics = self.train_step(batch)
                 self.step += 1
                 if sync:
-                    await asyncio.to_thread(self._push_weights)
+                    _, stop = await self._finish_in_thread(self._push_weights)
+                    interrupted = interrupted or stop
                 self.source.set_policy_version(self.step)
                 elapsed = time.perf_counter() - started
                 metrics["step_seconds"] = elapsed
@@ -300,11 +309,26 @@ class Trainer:
                 every = cfg.checkpoint_every
                 if (every and self.step % every == 0) or self.step == cfg.steps:
                     self.save_checkpoint()
+            if interrupted and self.step > self._saved_step:
+                path = self.save_checkpoint()
+                logger.warning("interrupted: saved %s; run again to resume", path)
         finally:
             await self.source.close()
             if self._owns_env and callable(getattr(self.env, "close", None)):
                 await self.env.close()
+        if interrupted:
+            raise asyncio.CancelledError
         return history
+
+    @staticmethod
+    async def _finish_in_thread(fn: Callable[..., Any], *args: Any) -> tuple[Any, bool]:
+        """Run ``fn`` in a worker thread; when cancelled meanwhile, wait for the thread to
+        finish (so that weights and optimizer stay consistent) and report the interruption."""
+        task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        try:
+            return await asyncio.shield(task), False
+        except asyncio.CancelledError:
+            return await task, True
 
     def _prepare_output_dir(self) -> None:
         """Keep ``metrics.jsonl`` one row per step of this run's history.
@@ -479,6 +503,7 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         """Write ``checkpoints/step_N`` (weights, tokenizer, optimizer, data order, RNG)."""
+        self._saved_step = self.step
         path = self.output_dir / "checkpoints" / f"step_{self.step}"
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(path)
@@ -518,7 +543,7 @@ class Trainer:
         state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
         if "config" in state:
             self._check_resumable(path, state["config"])
-        self.step = int(state["step"])
+        self.step = self._saved_step = int(state["step"])
         self.optimizer.load_state_dict(state["optimizer"])
         for group in self.optimizer.param_groups:  # the config's values, not the checkpoint's
             group["lr"] = self.config.train.lr
