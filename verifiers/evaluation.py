@@ -329,11 +329,6 @@ async def evaluate_async(
         base = Path(results_root) / f"{_slug(env.env_id)}--{_slug(model)}"
         if output_dir is not None:
             run_dir = Path(output_dir)
-            if not resume and read_records(run_dir / RESULTS_FILE):
-                raise ConfigError(
-                    f"{run_dir} already holds a run's results; continue it with --resume "
-                    "(resume=True), or choose another output directory"
-                )
         elif resume:
             run_dir = _find_resumable(base, digest)
         if run_dir is not None and resume:

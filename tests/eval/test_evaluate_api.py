@@ -72,15 +72,3 @@ async def test_a_directory_in_use_by_another_run_is_refused(tmp_path: Path) -> N
     assert (await running).avg_reward == 1.0
     resumed = await vf.evaluate_async(slow, model="oracle", output_dir=tmp_path, resume=True)
     assert resumed.metadata["resumed_records"] == 1
-
-
-async def test_a_finished_run_directory_is_not_overwritten_without_resume(
-    tmp_path: Path,
-) -> None:
-    await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path)
-    before = (tmp_path / "results.jsonl").read_bytes()
-    with pytest.raises(vf.ConfigError, match="already holds a run's results; continue it with"):
-        await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path)
-    assert (tmp_path / "results.jsonl").read_bytes() == before
-    resumed = await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path, resume=True)
-    assert resumed.metadata["resumed_records"] == 3
