@@ -440,6 +440,22 @@ async def test_generate_takes_a_dict_of_columns() -> None:
         await env.generate({"question": "qx"}, ScriptedClient(replies=["x"]), "m")
 
 
+async def test_generate_takes_rows_whose_info_differs_in_shape() -> None:
+    def info_seen(info: dict[str, Any]) -> float:
+        return float(len(info))
+
+    env = vf.SingleTurnEnv(dataset=rows(1), rubric=vf.Rubric(funcs=[info_seen]))
+    inputs = [
+        {"question": "qx", "info": {"tests": ["a", "b"]}},
+        {"question": "qy", "info": {"tests": "a", "level": 2}},
+    ]
+    result = await env.generate(inputs, ScriptedClient(replies=["x", "y"]), "m")
+    assert [r["info"] for r in result.records] == [i["info"] for i in inputs]
+    assert [r["reward"] for r in result.records] == [1.0, 2.0]
+    with pytest.raises(vf.ConfigError, match="store an 'info' that varies as a JSON string"):
+        vf.SingleTurnEnv(dataset=inputs).get_rows()
+
+
 async def test_max_seq_len_stops_on_reported_usage() -> None:
     env = Counter(dataset=rows(1), max_turns=20, max_seq_len=40)
     result = await run(env, ScriptedClient(responder=lambda p: "0123456789"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import time
 import traceback
@@ -267,8 +268,6 @@ class Environment:
     def _normalise_row(row: dict[str, Any]) -> dict[str, Any]:
         info = row.get("info")
         if isinstance(info, str):
-            import json
-
             try:
                 row["info"] = json.loads(info) if info else {}
             except ValueError:
@@ -724,6 +723,13 @@ class Environment:
 
     def format_inputs(self, inputs: Any) -> list[dict[str, Any]]:
         """Caller-given rows formatted like dataset rows (prompt built, ids added)."""
+        if isinstance(inputs, list):
+            # info dicts of different shapes (rows of several environments) cannot share an
+            # Arrow column: they travel as JSON, which _normalise_row decodes
+            inputs = [
+                {**r, "info": json.dumps(r["info"])} if isinstance(r.get("info"), dict) else r
+                for r in inputs
+            ]
         return [self._normalise_row(r) for r in self.format_dataset(_to_dataset(inputs)).to_list()]
 
     def evaluate_sync(self, client: Any, model: str, **kwargs: Any) -> EvalResult:
@@ -767,7 +773,13 @@ def _to_dataset(raw: DatasetLike) -> Dataset:
     if isinstance(raw, Dataset):
         return raw
     if isinstance(raw, list):
-        return Dataset.from_list(raw)
+        try:
+            return Dataset.from_list(raw)
+        except (TypeError, ValueError) as e:  # pyarrow's ArrowTypeError / ArrowInvalid
+            raise ConfigError(
+                f"the rows cannot form a datasets.Dataset ({type(e).__name__}: {e}); each column "
+                "must hold one type in every row (store an 'info' that varies as a JSON string)"
+            ) from None
     if isinstance(raw, dict):  # columns, the classic ``generate(inputs={...})`` shape
         lengths = {k: len(v) for k, v in raw.items() if isinstance(v, list)}
         if len(lengths) != len(raw) or len(set(lengths.values())) > 1:
