@@ -46,6 +46,13 @@ def handle_errors(func: F) -> F:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             raise SystemExit(130) from None
+        except BrokenPipeError:
+            # the reader went away (`vf env list | head`): stop quietly, as SIGPIPE would
+            try:  # no flush at exit may raise again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            raise SystemExit(141) from None
         except CLIError as e:
             _report(e, str(e), e.hint)
             raise SystemExit(e.exit_code) from None
@@ -77,6 +84,5 @@ def _report(e: Exception, message: str, hint: str | None) -> None:
         import traceback
 
         traceback.print_exception(e)
-    print(f"error: {message}", file=sys.stderr)
-    if hint:
-        print(f"  {hint}", file=sys.stderr)
+    # one line: the message, then the next step
+    print(f"error: {message}" + (f" ({hint})" if hint else ""), file=sys.stderr)

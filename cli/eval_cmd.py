@@ -76,7 +76,7 @@ def _resolve_endpoint(
 @handle_errors
 def eval_command(
     env_id: str = typer.Argument(
-        ..., help="Environment id: NAME, OWNER/NAME or OWNER/NAME@VERSION."
+        ..., metavar="ENV_ID", help="Environment id: NAME, OWNER/NAME or OWNER/NAME@VERSION."
     ),
     model: str = typer.Option(
         "gpt-4.1-mini", "--model", "-m", help="Model name, endpoint alias, or 'oracle'."

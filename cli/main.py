@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from cli import auth_cmd, env_cmd, eval_cmd, hub_cmd, sandbox_cmd, train_cmd, validate_cmd
@@ -14,6 +12,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 app.command("eval", help=eval_cmd.HELP)(eval_cmd.eval_command)
@@ -40,5 +39,8 @@ def main() -> None:
 
 def eval_main() -> None:
     """``vf-eval ...`` is ``vf eval ...``."""
-    sys.argv = [sys.argv[0], "eval", *sys.argv[1:]]
-    app()
+    single = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
+    single.command(help=eval_cmd.HELP)(eval_cmd.eval_command)
+    single(prog_name="vf-eval")
