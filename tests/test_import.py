@@ -71,3 +71,12 @@ def test_using_an_environment_class_still_loads_no_server_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_subpackages_are_reachable_as_attributes() -> None:
+    code = (
+        "import sys, verifiers as vf; vf.train.RolloutSource; vf.testing.ScriptedClient; "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -92,7 +92,13 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
+# subpackages reachable as attributes (``vf.train``, ``vf.testing``) without importing them first
+_SUBMODULES = frozenset({"train", "testing", "sandbox", "hub"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return import_module(f"verifiers.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'verifiers' has no attribute {name!r}")
@@ -102,7 +108,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
