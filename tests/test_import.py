@@ -30,7 +30,8 @@ PINNED_ALL = sorted(
     Sandbox SandboxEnv SandboxError SandboxLimits SandboxPool SingleTurnEnv State StatefulToolEnv
     ThinkParser ToolCallError ToolEnv ToolError ToolParseError TrajectoryStep Usage VerifiersError
     XMLParser as_client cleanup create_sandbox evaluate evaluate_async extract_boxed_answer
-    extract_hash_answer group_reward list_environments load_endpoints load_environment stop
+    extract_hash_answer group_reward list_environments load_endpoints load_environment
+    load_example_dataset print_prompt_completions_sample setup_logging stop
     teardown
     """.split()
 )

@@ -57,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "EvalResult": "verifiers.evaluation",
     "load_environment": "verifiers.loading",
     "list_environments": "verifiers.loading",
+    "load_example_dataset": "verifiers.utils.data_utils",
+    "setup_logging": "verifiers.utils.logging_utils",
+    "print_prompt_completions_sample": "verifiers.utils.logging_utils",
     # sandboxes
     "Sandbox": "verifiers.sandbox",
     "ExecResult": "verifiers.sandbox",
@@ -176,3 +179,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.types import State as State
     from verifiers.types import TrajectoryStep as TrajectoryStep
     from verifiers.types import Usage as Usage
+    from verifiers.utils.data_utils import load_example_dataset as load_example_dataset
+    from verifiers.utils.logging_utils import (
+        print_prompt_completions_sample as print_prompt_completions_sample,
+    )
+    from verifiers.utils.logging_utils import setup_logging as setup_logging
