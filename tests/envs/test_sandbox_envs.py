@@ -230,6 +230,16 @@ async def test_code_tests_score_the_fraction_passed() -> None:
     assert silent["reward"] == 0.0 and silent["error"] is None
 
 
+@pytest.mark.parametrize("exit_early", ["import sys\nsys.exit(0)", "import os\nos._exit(0)"])
+async def test_code_test_program_exiting_early_does_not_pass_assert_tests(exit_early: str) -> None:
+    env = CodeTestEnv(eval_dataset=CODE_ROWS, test_timeout=5)
+    reply = f"```python\n{exit_early}\n```"
+    state = await env.run_rollout(env.get_rows("eval")[0], ScriptedClient([reply]), "m")
+    await env.close()
+    assert state["test_results"][3]["status"] == "failed"
+    assert "exited before the test ran" in state["test_results"][3]["detail"]
+
+
 async def test_code_test_infrastructure_failure_is_not_a_failed_test() -> None:
     env = CodeTestEnv(eval_dataset=CODE_ROWS, sandbox_options={"bwrap": "/bin/false"})
     state = await env.run_rollout(env.get_rows("eval")[0], ScriptedClient([GOOD]), "m")

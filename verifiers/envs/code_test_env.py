@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 import traceback
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -163,12 +164,22 @@ class CodeTestEnv(SandboxEnv):
                 )
             return TestResult(status, r.duration_s, r.stderr[-500:])
         module = self.solution_file.removesuffix(".py")
-        script = f"import sys\nsys.path.insert(0, '.')\nfrom {module} import *\n{test.code}\n"
+        # the test passes only if it runs to its end: a program that exits with status 0
+        # while being imported (sys.exit(0), os._exit(0)) must not pass every test
+        done = f"vf-test-finished-{secrets.token_hex(8)}"
+        script = (
+            f"import sys\nsys.path.insert(0, '.')\nfrom {module} import *\n{test.code}\n"
+            f"import sys as _vf_sys\n_vf_sys.stderr.write({done!r})\n"
+        )
         r = await self.run_command(state, ["python3", "-c", script], timeout=self.test_timeout)
         status = self._status(r)
+        finished = done in r.stderr
+        detail = r.stderr.replace(done, "")[-500:]
         if status == "error" and "AssertionError" in r.stderr:
             status = "failed"
-        return TestResult(status, r.duration_s, r.stderr[-500:])
+        elif status == "passed" and not finished:
+            return TestResult("failed", r.duration_s, "the program exited before the test ran")
+        return TestResult(status, r.duration_s, detail)
 
     @staticmethod
     def _status(r: ExecResult) -> TestStatus:

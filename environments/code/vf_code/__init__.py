@@ -12,13 +12,10 @@ Sources: ``bundled`` (30 tasks written for this package, each with a reference s
 from __future__ import annotations
 
 import json
-import secrets
-from dataclasses import replace
 from importlib import resources
 from typing import Any
 
 import verifiers as vf
-from verifiers.envs.code_test_env import TestCase, TestResult
 
 __all__ = ["SOURCES", "CodeEnv", "load_environment", "load_tasks"]
 
@@ -63,20 +60,6 @@ class CodeEnv(vf.CodeTestEnv):
     async def oracle_response(self, state: vf.State) -> vf.Message:
         solution = state["info"]["solution"]
         return {"role": "assistant", "content": f"```python\n{solution}```"}
-
-    async def run_test(self, state: vf.State, test: TestCase, index: int) -> TestResult:
-        """An assert test passes only when it runs to its end: a program that exits with
-        status 0 while being imported (``sys.exit(0)``, ``os._exit(0)``) fails every test
-        instead of passing them all."""
-        if test.kind != "assert":
-            return await super().run_test(state, test, index)
-        done = f"vf-test-finished-{secrets.token_hex(8)}"
-        finishing = f"{test.code}\nimport sys as _vf_sys\n_vf_sys.stderr.write({done!r})\n"
-        result = await super().run_test(state, replace(test, code=finishing), index)
-        detail = result.detail.replace(done, "")
-        if result.passed and done not in result.detail:
-            return TestResult("failed", result.duration_s, "the program exited before the test ran")
-        return TestResult(result.status, result.duration_s, detail)
 
 
 def load_environment(
