@@ -462,3 +462,13 @@ async def test_max_seq_len_stops_on_reported_usage() -> None:
     state = result.states[0]
     assert state["stop_condition"] == "prompt_too_long" and state["is_truncated"]
     assert state["turn"] < 20
+
+
+async def test_classic_run_group_shape_returns_records() -> None:
+    env = vf.SingleTurnEnv(dataset=rows(1), rubric=vf.Rubric(funcs=[exact]))
+    row = env.get_rows("eval")[0]
+    outputs = await env.run_group(
+        [row, row], ScriptedClient(responder=lambda p: "a0"), "m", {"temperature": 0.5}
+    )
+    assert [o["reward"] for o in outputs] == [1.0, 1.0]
+    assert [o["rollout_index"] for o in outputs] == [0, 1]

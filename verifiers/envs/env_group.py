@@ -134,7 +134,8 @@ class EnvGroup(Environment):
         semaphore: asyncio.Semaphore | None = None,
         first_index: int = 0,
     ) -> list[State]:
-        env = self.get_env_for_task(input["task"])
+        first = input[0] if isinstance(input, list) else input
+        env = self.get_env_for_task(first["task"])
         return await env.run_group(
             input,
             client,

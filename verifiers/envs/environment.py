@@ -582,12 +582,15 @@ class Environment:
         """``n`` rollouts of one example, scored together (group rewards see all of them).
 
         ``semaphore`` bounds concurrent rollouts (concurrency counts rollouts, not groups).
+        The classic call shape ``run_group(group_inputs, client, model, sampling_args)`` (one
+        input per rollout) is accepted too and returns the rollouts' JSON records.
         """
+        if isinstance(input, list):
+            return await self._run_classic_group(input, client, model, n, sampling_args)  # type: ignore[arg-type]
+        inputs = [input] * n
         states = [
-            await self.init_state(
-                input, client, model, sampling_args, rollout_index=first_index + i
-            )
-            for i in range(n)
+            await self.init_state(row, client, model, sampling_args, rollout_index=first_index + i)
+            for i, row in enumerate(inputs)
         ]
 
         async def drive(state: State) -> None:
@@ -604,6 +607,32 @@ class Environment:
         finally:
             await asyncio.gather(*(self._cleanup(s) for s in states))
         return states
+
+    async def _run_classic_group(
+        self,
+        group_inputs: list[Mapping[str, Any]],
+        client: Any,
+        model: str,
+        sampling_args: Any,
+        extra: Any,
+    ) -> list[Any]:
+        """``run_group(group_inputs, client, model, sampling_args, ...)``, the classic shape."""
+        from verifiers.clients.base import as_client
+        from verifiers.results import state_to_record
+
+        args = sampling_args if isinstance(sampling_args, dict) else extra
+        resolved = as_client(client)
+        states = [
+            await self.init_state(row, resolved, model, args, rollout_index=i)
+            for i, row in enumerate(group_inputs)
+        ]
+        try:
+            await asyncio.gather(*(self._drive(s) for s in states))
+            if self.score_rollouts:
+                await self._score(states, group=True)
+        finally:
+            await asyncio.gather(*(self._cleanup(s) for s in states))
+        return [state_to_record(s) for s in states]
 
     @property
     def has_group_rewards(self) -> bool:
