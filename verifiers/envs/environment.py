@@ -587,11 +587,19 @@ class Environment:
         """
         if isinstance(input, list):
             return await self._run_classic_group(input, client, model, n, sampling_args)  # type: ignore[arg-type]
-        inputs = [input] * n
         states = [
-            await self.init_state(row, client, model, sampling_args, rollout_index=first_index + i)
-            for i, row in enumerate(inputs)
+            await self.init_state(
+                input, client, model, sampling_args, rollout_index=first_index + i
+            )
+            for i in range(n)
         ]
+        await self._run_states(states, score=score, semaphore=semaphore)
+        return states
+
+    async def _run_states(
+        self, states: list[State], *, score: bool, semaphore: asyncio.Semaphore | None
+    ) -> None:
+        """Drive the group's rollouts concurrently, score them together, clean up."""
 
         async def drive(state: State) -> None:
             if semaphore is None:
@@ -606,7 +614,6 @@ class Environment:
                 await self._score(states, group=True)
         finally:
             await asyncio.gather(*(self._cleanup(s) for s in states))
-        return states
 
     async def _run_classic_group(
         self,
@@ -626,12 +633,7 @@ class Environment:
             await self.init_state(row, resolved, model, args, rollout_index=i)
             for i, row in enumerate(group_inputs)
         ]
-        try:
-            await asyncio.gather(*(self._drive(s) for s in states))
-            if self.score_rollouts:
-                await self._score(states, group=True)
-        finally:
-            await asyncio.gather(*(self._cleanup(s) for s in states))
+        await self._run_states(states, score=True, semaphore=None)
         return [state_to_record(s) for s in states]
 
     @property
