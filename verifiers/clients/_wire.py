@@ -229,3 +229,18 @@ def parse_response(data: Any, message_type: MessageType = "chat") -> ModelRespon
         model=data.get("model"),
         id=data.get("id"),
     )
+
+
+def decode_response(raw: bytes, where: str, message_type: MessageType = "chat") -> ModelResponse:
+    """Parse a 200 body; a body that is not JSON is a transient ``malformed_json`` failure."""
+    import orjson
+
+    from verifiers.clients.retry import TransientError
+
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise TransientError(
+            "malformed_json", f"{where}: the response body is not valid JSON: {raw[:200]!r}"
+        ) from None
+    return parse_response(payload, message_type)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from verifiers.clients._wire import build_request, json_default, parse_response
+from verifiers.clients._wire import build_request, decode_response, json_default
 from verifiers.clients.base import Client
 from verifiers.clients.retry import RetryPolicy, TransientError, error_for_status
 from verifiers.errors import ConfigError
@@ -126,13 +126,7 @@ class NativeClient(Client):
             raise TransientError("timeout", f"{url}: no answer within the timeout") from None
         except (aiohttp.ClientError, OSError) as e:
             raise TransientError("connection", f"{url}: {type(e).__name__}: {e}") from None
-        try:
-            payload = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise TransientError(
-                "malformed_json", f"{url}: the response body is not valid JSON: {raw[:200]!r}"
-            ) from None
-        return parse_response(payload, message_type)
+        return decode_response(raw, url, message_type)
 
     async def get_response(
         self,

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from verifiers.clients._wire import build_request, parse_response
+from verifiers.clients._wire import build_request, decode_response
 from verifiers.clients.base import Client
 from verifiers.clients.retry import RetryPolicy, TransientError, error_for_status
 from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs
@@ -98,13 +96,7 @@ class OpenAIClient(Client):
             raise error_for_status(
                 response.status_code, response.content, response.headers.get("retry-after"), where
             ) from None
-        try:
-            payload = orjson.loads(content)
-        except orjson.JSONDecodeError:
-            raise TransientError(
-                "malformed_json", f"{where}: the response body is not valid JSON: {content[:200]!r}"
-            ) from None
-        return parse_response(payload, message_type)
+        return decode_response(content, where, message_type)
 
     async def get_response(
         self,
