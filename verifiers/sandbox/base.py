@@ -197,6 +197,25 @@ class SandboxProcess(ABC):
     def stderr_tail(self) -> bytes: ...
 
 
+class StreamProcess(SandboxProcess):
+    """A :class:`SandboxProcess` whose stdout arrives on an ``asyncio.StreamReader``
+    (``self._stdout``): the three read methods, once."""
+
+    _stdout: asyncio.StreamReader
+
+    async def readline(self) -> bytes:
+        return await self._stdout.readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        try:
+            return await self._stdout.readexactly(n)
+        except asyncio.IncompleteReadError as e:
+            return e.partial
+
+    async def read(self, n: int = 1 << 16) -> bytes:
+        return await self._stdout.read(n)
+
+
 def normalize_argv(argv: str | Sequence[str]) -> list[str]:
     """A string is a shell command (run by ``/bin/sh -c``); a sequence is an argv."""
     if isinstance(argv, str):

@@ -20,7 +20,14 @@ import shutil
 import time
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox.base import WORKDIR, RawExecResult, Sandbox, SandboxLimits, SandboxProcess
+from verifiers.sandbox.base import (
+    WORKDIR,
+    RawExecResult,
+    Sandbox,
+    SandboxLimits,
+    SandboxProcess,
+    StreamProcess,
+)
 
 __all__ = ["DockerSandbox", "docker_available"]
 
@@ -239,7 +246,7 @@ async def _capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, int]:
     return bytes(buf), total
 
 
-class _DockerProcess(SandboxProcess):
+class _DockerProcess(StreamProcess):
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._proc = proc
@@ -258,18 +265,6 @@ class _DockerProcess(SandboxProcess):
 
     async def close_stdin(self) -> None:
         self._stdin.close()
-
-    async def readline(self) -> bytes:
-        return await self._stdout.readline()
-
-    async def readexactly(self, n: int) -> bytes:
-        try:
-            return await self._stdout.readexactly(n)
-        except asyncio.IncompleteReadError as e:
-            return e.partial
-
-    async def read(self, n: int = 1 << 16) -> bytes:
-        return await self._stdout.read(n)
 
     async def wait(self) -> int:
         code = await self._proc.wait()

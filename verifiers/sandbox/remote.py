@@ -14,7 +14,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from verifiers.errors import ConfigError, SandboxError
-from verifiers.sandbox.base import RawExecResult, Sandbox, SandboxLimits, SandboxProcess
+from verifiers.sandbox.base import (
+    RawExecResult,
+    Sandbox,
+    SandboxLimits,
+    SandboxProcess,
+    StreamProcess,
+)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -145,7 +151,7 @@ class RemoteSandbox(Sandbox):
         return _RemoteProcess(ws)
 
 
-class _RemoteProcess(SandboxProcess):
+class _RemoteProcess(StreamProcess):
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self._ws = ws
         self._stdout = asyncio.StreamReader(limit=1 << 24)
@@ -179,18 +185,6 @@ class _RemoteProcess(SandboxProcess):
     async def close_stdin(self) -> None:
         if not self._ws.closed:
             await self._ws.send_json({"op": "close_stdin"})
-
-    async def readline(self) -> bytes:
-        return await self._stdout.readline()
-
-    async def readexactly(self, n: int) -> bytes:
-        try:
-            return await self._stdout.readexactly(n)
-        except asyncio.IncompleteReadError as e:
-            return e.partial
-
-    async def read(self, n: int = 1 << 16) -> bytes:
-        return await self._stdout.read(n)
 
     async def wait(self) -> int:
         self.returncode = await asyncio.shield(self._exit)
