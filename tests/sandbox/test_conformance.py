@@ -11,8 +11,18 @@ from verifiers.testing.sandbox_conformance import SandboxConformance, run_sandbo
 
 @needs_bwrap
 class TestBwrapConformance(SandboxConformance):
+    """The default agent: the native build where a C compiler is available (as here)."""
+
     def make_sandbox(self, limits: SandboxLimits) -> Sandbox:
         return create_sandbox("bwrap", limits=limits)
+
+
+@needs_bwrap
+class TestBwrapPythonAgentConformance(SandboxConformance):
+    """The Python agent, used where the native one cannot be built."""
+
+    def make_sandbox(self, limits: SandboxLimits) -> Sandbox:
+        return create_sandbox("bwrap", limits=limits, agent="python")
 
 
 class TestSubprocessConformance(SandboxConformance):
@@ -20,6 +30,13 @@ class TestSubprocessConformance(SandboxConformance):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return create_sandbox("subprocess", limits=limits)
+
+
+class TestSubprocessPythonAgentConformance(SandboxConformance):
+    def make_sandbox(self, limits: SandboxLimits) -> Sandbox:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return create_sandbox("subprocess", limits=limits, agent="python")
 
 
 async def test_run_sandbox_conformance_reports_without_pytest_collection() -> None:

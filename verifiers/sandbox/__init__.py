@@ -64,7 +64,9 @@ def create_sandbox(
     """A new, not yet started sandbox of ``backend`` (``None``: the default backend).
 
     Backend options: ``bwrap``: ``ro_binds={host: inside}``; ``docker``: ``image``;
-    ``remote``: ``url``, ``token``.
+    ``remote``: ``url``, ``token``. ``bwrap`` and ``subprocess`` take ``agent="auto"|"native"|
+    "python"``: the program inside that runs commands (``auto``: the C build, compiled once
+    with the system compiler, else the Python one; ``$VF_SANDBOX_AGENT`` sets the default).
     """
     name = backend or default_backend()
     try:
@@ -85,8 +87,8 @@ def _construct(
     if name == "subprocess":
         from verifiers.sandbox.subprocess_backend import SubprocessSandbox
 
-        _no_options(name, options)
-        return SubprocessSandbox(limits, network=network)
+        _no_options(name, {k: v for k, v in options.items() if k != "agent"})
+        return SubprocessSandbox(limits, network=network, agent=options.get("agent", "auto"))
     if name == "docker":
         from verifiers.sandbox.docker import DockerSandbox
 

@@ -1,21 +1,25 @@
 """The agent that runs inside a local sandbox (bwrap, subprocess).
 
-It is started as ``python3 -I -S -c <loader> [CODE] FD CONFIG`` (see ``agent_argv``: the code
-is compiled ahead of time by the same interpreter where possible) and uses the standard library
-only, so any Python 3.8+ interpreter inside the sandbox can run it. FD is one end of an
-``AF_UNIX``/``SOCK_SEQPACKET`` socket pair; the host holds the other end.
+It is started as ``python3 -I -S -c <loader> [CODE] FD [KEY=VALUE...]`` (see ``agent_argv``:
+the code is compiled ahead of time by the same interpreter where possible) and uses the standard
+library only, so any Python 3.8+ interpreter inside the sandbox can run it. FD is one end of an
+``AF_UNIX``/``SOCK_SEQPACKET`` socket pair; the host holds the other end. The settings are
+``workdir=PATH``, ``subreaper=1`` and the rlimits of commands (``as``, ``cpu``, ``fsize``,
+``nofile``, ``nproc``, ``core``, each ``=N``). ``_agent.c`` is the same program in C, used where
+a C compiler is available: it starts in well under a millisecond.
 
-It imports only built-in and C modules (no ``json``, ``socket``, ``signal`` wrappers), so
-that it starts in a few milliseconds.
+It imports only built-in and C modules (``posix``, not ``os``), so that it starts in a few
+milliseconds.
 
 Protocol: one message per packet.
 
-host -> agent (a ``marshal``-encoded dict: the agent trusts the host)
-    ``{"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": str|None, "timeout": s|None,
-    "stdin": bool}`` with 2 or 3 file descriptors attached (stdin when ``"stdin"``, stdout,
-    stderr): fork, exec in a new session with the sandbox's rlimits. ``timeout`` kills the
-    command's process group at the deadline.
-    ``{"op": "kill", "id": N}``: kill the command's process group now.
+host -> agent: NUL-terminated fields (the agent trusts the host)
+    ``run ID TIMEOUT STDIN CWD ARGC ARGV... KEY=VALUE...`` with 2 or 3 file descriptors
+    attached (stdin when STDIN is ``1``, stdout, stderr): fork, exec in a new session with the
+    sandbox's rlimits and the given environment. TIMEOUT (seconds; empty for none) kills the
+    command's process group at the deadline; CWD is relative to the work dir (empty: the work
+    dir).
+    ``kill ID``: kill the command's process group now.
 agent -> host (ASCII words: the host does not trust the sandbox, and parses numbers only)
     ``ready PID`` once, at start.
     ``exit ID STATUS TIMED_OUT DURATION CPU MAXRSS_KB``: the command ended; ``STATUS`` is the
@@ -30,13 +34,13 @@ subreaper and kills its descendants itself at exit.
 
 import _signal as signal
 import _socket
-import marshal
-import os
+import posix as os
 import resource
 import select
 import sys
 import time
 
+_LIMITS: list[tuple[int, int]] = []  # (resource, value): the commands' rlimits
 _RLIMITS = {
     "as": resource.RLIMIT_AS,
     "cpu": resource.RLIMIT_CPU,
@@ -58,8 +62,9 @@ class _Job:
         self.timed_out = False
 
 
-def _child(msg: dict, fds: list, config: dict) -> None:  # type: ignore[type-arg]
-    """In the forked child: set up stdio, limits and cwd, then exec. Never returns."""
+def _child(run: list, fds: list, workdir: str) -> None:  # type: ignore[type-arg]
+    """In the forked child: set up stdio, limits and cwd, then exec. Never returns.
+    ``run`` is the message's fields after the op: ID TIMEOUT STDIN CWD ARGC ARGV... ENV..."""
     code = 127
     try:
         os.setsid()
@@ -67,36 +72,45 @@ def _child(msg: dict, fds: list, config: dict) -> None:  # type: ignore[type-arg
             signal.signal(sig, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         stdio = list(fds)
-        if not msg.get("stdin"):
+        if run[2] != b"1":
             stdio.insert(0, os.open("/dev/null", os.O_RDONLY))
         for target, fd in enumerate(stdio):
             os.dup2(fd, target)
         os.closerange(3, 1 << 16)
-        for name, value in config.get("rlimits", {}).items():
-            resource.setrlimit(_RLIMITS[name], (value, value))
-        cwd = os.path.join(config["workdir"], msg.get("cwd") or ".")
+        for name, value in _LIMITS:
+            resource.setrlimit(name, (value, value))
+        cwd = run[3].decode("utf-8", "surrogateescape") or "."
+        if not cwd.startswith("/"):
+            cwd = workdir + "/" + cwd
         try:
             os.chdir(cwd)
         except OSError as e:
             code = 1
             raise OSError(f"cannot change directory to {cwd}: {e.strerror}") from None
-        argv = msg["argv"]
-        env = msg["env"]
+        argc = int(run[4])
+        argv = run[5 : 5 + argc]
+        env = dict(item.partition(b"=")[::2] for item in run[5 + argc :])
         # the PATH search by hand: os.execvpe imports `warnings`, a millisecond per command
         name = argv[0]
-        dirs = [""] if "/" in name else env.get("PATH", "/usr/bin:/bin").split(":")
+        if b"/" in name:
+            dirs = [b""]
+        else:
+            dirs = env.get(b"PATH", b"/usr/bin:/bin").split(b":")
         denied = False
         for directory in dirs:
             try:
-                os.execve(os.path.join(directory, name) if directory else name, argv, env)
+                os.execve(directory + b"/" + name if directory else name, argv, env)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except PermissionError:
                 denied = True
+            except OSError as e:  # E2BIG, ENOEXEC, ...: say so and stop searching
+                raise OSError(f"{name.decode('utf-8', 'replace')}: {e.strerror}") from None
+        name_text = name.decode("utf-8", "replace")
         if denied:
             code = 126
-            raise OSError(f"{name}: permission denied")
-        raise OSError(f"{name}: command not found")
+            raise OSError(f"{name_text}: permission denied")
+        raise OSError(f"{name_text}: command not found")
     except BaseException as e:  # report anything, then exit
         try:
             os.write(2, f"sandbox: {e}\n".encode())
@@ -153,7 +167,7 @@ def _descendants(pid: int) -> list[int]:
 
 def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
     """One packet and the file descriptors that came with it."""
-    data, ancillary, _flags, _addr = sock.recvmsg(1 << 20, _socket.CMSG_SPACE(64 * 4))
+    data, ancillary, _flags, _addr = sock.recvmsg(1 << 22, _socket.CMSG_SPACE(64 * 4))
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
@@ -163,11 +177,15 @@ def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
 
 
 def main() -> None:
-    sock = _socket.socket(fileno=int(sys.argv[-2]))
-    config = marshal.loads(bytes.fromhex(sys.argv[-1]))
+    sock = _socket.socket(fileno=int(sys.argv[1]))
+    settings = dict(arg.partition("=")[::2] for arg in sys.argv[2:])
+    workdir = settings.get("workdir", ".")
+    for name, value in settings.items():
+        if name in _RLIMITS:
+            _LIMITS.append((_RLIMITS[name], int(value)))
     # without a pid namespace (the subprocess backend), adopt the orphans of commands (children
     # that detach with setsid) so that they can be found and killed at shutdown
-    subreaper = bool(config.get("subreaper")) and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    subreaper = settings.get("subreaper") == "1" and _prctl(PR_SET_CHILD_SUBREAPER, 1)
     # commands run as the same uid: make the agent impossible to ptrace or to read/write
     # through /proc/PID/mem, so that a program cannot forge the results the agent reports
     _prctl(PR_SET_DUMPABLE, 0)
@@ -229,9 +247,12 @@ def main() -> None:
                 usage.ru_maxrss,
             )
 
-    def handle(msg: dict, fds: list) -> None:  # type: ignore[type-arg]
-        op = msg.get("op")
-        if op == "run":
+    def handle(data: bytes, fds: list) -> None:  # type: ignore[type-arg]
+        fields = data.split(b"\0")[:-1]
+        op = fields[0] if fields else b""
+        if op == b"run" and len(fields) >= 7:
+            run = fields[1:]
+            job_id = int(run[0])
             start = time.monotonic()
             try:
                 pid = os.fork()
@@ -245,25 +266,22 @@ def main() -> None:
                     pass
                 for fd in fds:
                     os.close(fd)
-                send("exit", msg["id"], 126, 0, 0.0, 0.0, 0)
+                send("exit", job_id, 126, 0, 0.0, 0.0, 0)
                 return
             if pid == 0:
-                _child(msg, fds, config)
+                _child(run, fds, workdir)
             for fd in fds:
                 os.close(fd)
-            timeout = msg.get("timeout")
-            job = _Job(msg["id"], pid, start, start + timeout if timeout is not None else None)
+            timeout = float(run[1]) if run[1] else None
+            job = _Job(job_id, pid, start, start + timeout if timeout is not None else None)
             jobs[pid] = job
             by_id[job.id] = job
-        elif op == "kill":
-            for fd in fds:
-                os.close(fd)
-            target = by_id.get(msg["id"])
-            if target is not None:
-                _kill(target.pid)
         else:
             for fd in fds:
                 os.close(fd)
+            target = by_id.get(int(fields[1])) if op == b"kill" and len(fields) > 1 else None
+            if target is not None:
+                _kill(target.pid)
 
     # poll, not select: the inherited socket's number can be above FD_SETSIZE
     poller = select.poll()
@@ -293,7 +311,7 @@ def main() -> None:
                 data, fds = b"", []
             if not data:
                 shutdown()
-            handle(marshal.loads(data), fds)
+            handle(data, fds)
         now = time.monotonic()
         for job in jobs.values():
             if job.deadline is not None and not job.timed_out and now >= job.deadline:

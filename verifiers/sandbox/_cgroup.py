@@ -172,7 +172,7 @@ def _remove(group: Path, wait_s: float = 0.0) -> None:
 
 
 class SandboxCgroup:
-    """The cgroups of one sandbox. ``procs_files`` are written with the launcher's pid."""
+    """The cgroups of one sandbox; a process joins them with :meth:`attach`."""
 
     def __init__(self, sandbox_id: str, memory_bytes: int | None, max_pids: int | None) -> None:
         self.groups: dict[str, Path] = {}
@@ -200,9 +200,11 @@ class SandboxCgroup:
                 continue
             self.groups[parent.controller] = group
 
-    @property
-    def procs_files(self) -> list[str]:
-        return [str(g / "cgroup.procs") for g in self.groups.values()]
+    def attach(self, pid: int) -> None:
+        """Move process ``pid`` into every group (its later children start there). Blocking:
+        each write waits for the kernel (an RCU grace period, milliseconds)."""
+        for group in self.groups.values():
+            (group / "cgroup.procs").write_text(str(pid))
 
     def oom_kills(self) -> int | None:
         group = self.groups.get("memory")

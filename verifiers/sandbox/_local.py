@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import itertools
 import marshal
 import os
@@ -21,23 +22,35 @@ from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar
 
-from verifiers.errors import SandboxError
+from verifiers.errors import ConfigError, SandboxError
+from verifiers.sandbox import _native
 from verifiers.sandbox.base import RawExecResult, Sandbox, SandboxLimits, SandboxProcess
 
 AGENT_SOURCE = (Path(__file__).with_name("_agent.py")).read_text()
-_LOADER = "import marshal,sys;exec(marshal.loads(bytes.fromhex(sys.argv[1])))"
+#: the largest message the agents accept (both read into a buffer of this size)
+MAX_MESSAGE = 1 << 22
+_LOADER = "import marshal,sys;exec(marshal.loads(bytes.fromhex(sys.argv.pop(1))))"
 _COMPILED: dict[str, str | None] = {}
 
 
+def agent_settings(config: dict[str, Any]) -> list[str]:
+    """The agent's settings as ``KEY=VALUE`` arguments (see ``_agent.py``)."""
+    args = [f"workdir={config['workdir']}"]
+    if config.get("subreaper"):
+        args.append("subreaper=1")
+    args += [f"{name}={int(value)}" for name, value in config.get("rlimits", {}).items()]
+    return args
+
+
 def agent_argv(python: str, agent_fd: int, config: dict[str, Any]) -> list[str]:
-    """The command that runs the agent with ``python``: its code compiled ahead of time (by
-    that interpreter, once per process; compiling at every start costs milliseconds), or the
-    source when that is not possible."""
+    """The command that runs the Python agent with ``python``: its code compiled ahead of time
+    (by that interpreter, once per process; compiling at every start costs milliseconds), or
+    the source when that is not possible."""
     if python not in _COMPILED:
         _COMPILED[python] = _compile_with(python)
     code = _COMPILED[python]
     head = [python, "-I", "-S", "-c", *((_LOADER, code) if code else (AGENT_SOURCE,))]
-    return [*head, str(agent_fd), encode_config(config)]
+    return [*head, str(agent_fd), *agent_settings(config)]
 
 
 def _compile_with(python: str) -> str | None:
@@ -185,7 +198,7 @@ class LocalProcess(SandboxProcess):
     async def kill(self) -> None:
         if not self._job.exit.done():
             with contextlib.suppress(SandboxError):
-                await self._sandbox._send({"op": "kill", "id": self._job.id})
+                await self._sandbox._send(encode_kill(self._job.id))
             with contextlib.suppress(SandboxError):
                 await self.wait()
         await self.close_stdin()
@@ -210,8 +223,14 @@ class AgentSandbox(Sandbox):
     #: close the agent's socket and let it end its commands before killing it
     _graceful_stop: ClassVar[bool] = False
 
-    def __init__(self, limits: SandboxLimits | None = None, *, network: bool = False) -> None:
+    def __init__(
+        self, limits: SandboxLimits | None = None, *, network: bool = False, agent: str = "auto"
+    ) -> None:
         super().__init__(limits, network=network)
+        self._agent_kind = _native.check_agent_kind(agent)
+        #: the agent this sandbox runs: "native" or "python" (known once started)
+        self.agent: str | None = None
+        self._native: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._jobs: dict[int, _Job] = {}
@@ -232,8 +251,9 @@ class AgentSandbox(Sandbox):
     def _workdir(self) -> str:
         """The work dir as seen from inside the sandbox."""
 
-    async def _after_start(self) -> None:
-        """Called once the agent is ready."""
+    async def _while_starting(self) -> None:
+        """Runs while the agent starts up, once it is launched; the sandbox is ready when both
+        have finished (a backend puts the agent into its cgroups here)."""
 
     async def _cleanup(self) -> None:
         """Called after every process of the sandbox is gone."""
@@ -244,11 +264,32 @@ class AgentSandbox(Sandbox):
 
     # lifecycle -----------------------------------------------------------------------------
 
+    def _agent_command(
+        self, python: str, agent_fd: int, config: dict[str, Any], native: str | None = None
+    ) -> list[str]:
+        """The agent's command line: the native build (at ``native``, default: its path on
+        the host) when this sandbox uses it, else the Python agent run by ``python``."""
+        if self._native is not None:
+            return [native or self._native, str(agent_fd), *agent_settings(config)]
+        return agent_argv(python, agent_fd, config)
+
+    async def _choose_agent(self) -> None:
+        choice = _native.effective_kind(self._agent_kind)
+        if choice != "python":
+            if not _native.resolved():  # the first sandbox on this machine builds it
+                await asyncio.to_thread(_native.native_agent)
+            self._native = _native.native_agent(required=choice == "native")
+        self.agent = "native" if self._native is not None else "python"
+
     async def _start(self) -> None:
         loop = asyncio.get_running_loop()
+        await self._choose_agent()
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = host
         host.setblocking(False)
+        # a message's size is bounded by the send buffer: room for large argv/env (the kernel
+        # caps this at net.core.wmem_max)
+        host.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_MESSAGE)
         config = {"workdir": self._workdir(), "rlimits": self.limits.rlimits()}
         self._launch_fds = []
         try:
@@ -271,16 +312,23 @@ class AgentSandbox(Sandbox):
                 os.close(fd)
             self._launch_fds = []
         _LIVE[id(self)] = (self._proc.pid,)
+        preparing = loop.create_task(self._while_starting())
         try:
-            ready = await asyncio.wait_for(self._recv(), self.limits.start_timeout)
+            async with asyncio.timeout(self.limits.start_timeout):
+                ready = await self._recv()
+                if not ready or ready[0] != "ready":
+                    raise SandboxError(
+                        f"{self.backend} sandbox failed to start: {self._stderr_text()}"
+                    )
+                await preparing
         except TimeoutError:
             raise SandboxError(
                 f"{self.backend} sandbox did not start within {self.limits.start_timeout}s"
             ) from None
-        if not ready or ready[0] != "ready":
-            raise SandboxError(f"{self.backend} sandbox failed to start: {self._stderr_text()}")
+        finally:
+            preparing.cancel()  # a no-op once it has finished; the gather reaps its outcome
+            await asyncio.gather(preparing, return_exceptions=True)
         self._reader = loop.create_task(self._read_loop())
-        await self._after_start()
 
     def _stderr_text(self) -> str:
         """Why the launch failed: the launcher's stderr (it is killed first)."""
@@ -347,10 +395,11 @@ class AgentSandbox(Sandbox):
                 job.exit.exception()  # not an error if nobody waits for it (a killed worker)
         self._jobs.clear()
 
-    async def _send(self, msg: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+    async def _send(self, data: bytes, fds: list[int] | tuple[int, ...] = ()) -> None:
         if self._dead is not None or self._sock is None:
             raise SandboxError(f"sandbox {self.id}: {self._dead or 'not started'}")
-        data = marshal.dumps(msg)
+        if len(data) >= MAX_MESSAGE:
+            raise _too_large(len(data))
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -359,6 +408,8 @@ class AgentSandbox(Sandbox):
             except BlockingIOError:
                 await _writable(loop, self._sock.fileno())
             except OSError as e:
+                if e.errno == errno.EMSGSIZE:
+                    raise _too_large(len(data)) from None
                 self._fail(f"lost the sandbox agent: {e}")
                 raise SandboxError(f"sandbox {self.id}: {self._dead}") from e
 
@@ -407,6 +458,7 @@ class AgentSandbox(Sandbox):
     ) -> RawExecResult:
         loop = asyncio.get_running_loop()
         job = _Job(next(self._ids), loop)
+        msg = encode_run(job.id, argv, env, cwd, timeout, stdin is not None)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         send_fds = [out_w, err_w]
@@ -420,8 +472,6 @@ class AgentSandbox(Sandbox):
         writer: asyncio.Task[None] | None = None
         feeder: _StdinFeeder | None = None
         self._jobs[job.id] = job
-        msg = {"op": "run", "id": job.id, "argv": argv, "env": env, "cwd": cwd}
-        msg.update(timeout=timeout, stdin=stdin is not None)
         try:
             try:
                 await self._send(msg, send_fds)
@@ -443,7 +493,7 @@ class AgentSandbox(Sandbox):
             self._jobs.pop(job.id, None)
             if not job.exit.done() and self._dead is None:
                 with contextlib.suppress(BaseException):
-                    await asyncio.shield(self._send({"op": "kill", "id": job.id}))
+                    await asyncio.shield(self._send(encode_kill(job.id)))
             raise
         finally:
             # what the command wrote before it exited is in the pipes (at most a pipe buffer
@@ -476,12 +526,11 @@ class AgentSandbox(Sandbox):
     async def _spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> SandboxProcess:
         loop = asyncio.get_running_loop()
         job = _Job(next(self._ids), loop)
+        msg = encode_run(job.id, argv, env, cwd, None, True)
         in_r, in_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         self._jobs[job.id] = job
-        msg = {"op": "run", "id": job.id, "argv": argv, "env": env, "cwd": cwd}
-        msg.update(timeout=None, stdin=True)
         try:
             await self._send(msg, [in_r, out_w, err_w])
         except BaseException:
@@ -575,9 +624,38 @@ async def _wait_pid_gone(pid: int, timeout: float = 30.0) -> None:  # noqa: ASYN
         os.close(pidfd)
 
 
-def encode_config(config: dict[str, Any]) -> str:
-    """The agent's configuration as a command-line argument."""
-    return marshal.dumps(config).hex()
+def encode_run(
+    job_id: int,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    timeout: float | None,
+    stdin: bool,
+) -> bytes:
+    """A ``run`` message for the agent (NUL-terminated fields; see ``_agent.py``). The
+    strings hold no NUL (``Sandbox.exec`` checks)."""
+    fields = [
+        b"run",
+        str(job_id).encode(),
+        repr(float(timeout)).encode() if timeout is not None else b"",
+        b"1" if stdin else b"0",
+        os.fsencode(cwd or ""),
+        str(len(argv)).encode(),
+        *(os.fsencode(a) for a in argv),
+        *(os.fsencode(f"{k}={v}") for k, v in env.items()),
+    ]
+    return b"\0".join(fields) + b"\0"
+
+
+def _too_large(size: int) -> ConfigError:
+    return ConfigError(
+        f"the command is too large to send into the sandbox ({size} bytes of arguments and "
+        f"environment): pass large inputs through stdin or write_file instead"
+    )
+
+
+def encode_kill(job_id: int) -> bytes:
+    return b"kill\0%d\0" % job_id
 
 
 def child_pids(pid: int) -> list[int]:

@@ -226,6 +226,15 @@ def normalize_argv(argv: str | Sequence[str]) -> list[str]:
     return out
 
 
+def check_no_nul(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+    """Arguments, environment and cwd reach ``execve`` as C strings: no NUL character."""
+    texts = [*argv, *env.keys(), *env.values(), cwd or ""]
+    if any("\0" in t for t in texts):
+        raise ConfigError("a command's arguments, environment and cwd cannot contain NUL")
+    if any("=" in k or not k for k in env):
+        raise ConfigError("environment variable names must be non-empty and contain no '='")
+
+
 def base_env(extra: Mapping[str, str] | None, home: str = WORKDIR) -> dict[str, str]:
     """The cleared environment every command starts from, plus ``extra``."""
     env = {
@@ -282,7 +291,9 @@ class Sandbox(ABC):
         except BaseException as e:
             self._state.started = True
             await self.stop()
-            if isinstance(e, SandboxError | asyncio.CancelledError | KeyboardInterrupt):
+            if isinstance(
+                e, SandboxError | ConfigError | asyncio.CancelledError | KeyboardInterrupt
+            ):
                 raise
             raise SandboxError(f"{self.backend} sandbox failed to start: {e}") from e
         self._state.started = True
@@ -343,11 +354,13 @@ class Sandbox(ABC):
         if t <= 0:
             raise ConfigError(f"timeout must be positive, got {timeout!r}")
         cap = self.limits.max_output_bytes if max_output_bytes is None else max_output_bytes
+        full_env = self._env(env)
+        check_no_nul(args, full_env, cwd)
         sem = self._state.exec_semaphore
         if sem is None:
-            return await self._run(args, data, self._env(env), cwd, t, cap)
+            return await self._run(args, data, full_env, cwd, t, cap)
         async with sem:
-            return await self._run(args, data, self._env(env), cwd, t, cap)
+            return await self._run(args, data, full_env, cwd, t, cap)
 
     async def spawn(
         self,
@@ -357,7 +370,9 @@ class Sandbox(ABC):
     ) -> SandboxProcess:
         """Start a long-lived process; it ends when killed or when the sandbox stops."""
         self._check_running()
-        return await self._spawn(normalize_argv(argv), self._env(env), cwd)
+        args, full_env = normalize_argv(argv), self._env(env)
+        check_no_nul(args, full_env, cwd)
+        return await self._spawn(args, full_env, cwd)
 
     def oom_kills(self) -> int | None:
         """Processes the kernel killed for memory in this sandbox so far (``None`` where the

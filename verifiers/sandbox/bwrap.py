@@ -20,7 +20,9 @@ by SIGKILL.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -29,12 +31,13 @@ from typing import Any
 
 from verifiers.errors import SandboxError
 from verifiers.sandbox._cgroup import SandboxCgroup
-from verifiers.sandbox._local import _LIVE, AgentSandbox, agent_argv, child_pids
+from verifiers.sandbox._local import _LIVE, AgentSandbox
 from verifiers.sandbox.base import WORKDIR, SandboxLimits
 
 __all__ = ["BwrapSandbox", "bwrap_available", "sandbox_host_uid"]
 
 NOBODY = 65534
+_AGENT_INSIDE = "/.vf-agent"
 _NETWORK_FILES = (
     "/etc/resolv.conf",
     "/etc/hosts",
@@ -94,11 +97,13 @@ class BwrapSandbox(AgentSandbox):
         network: bool = False,
         ro_binds: dict[str, str] | None = None,
         bwrap: str | None = None,
+        agent: str = "auto",
     ) -> None:
-        super().__init__(limits, network=network)
+        super().__init__(limits, network=network, agent=agent)
         self.ro_binds = dict(ro_binds or {})
         self._bwrap = bwrap
         self._cgroup: SandboxCgroup | None = None
+        self._info_fd: int | None = None
 
     def _workdir(self) -> str:
         return WORKDIR
@@ -111,23 +116,22 @@ class BwrapSandbox(AgentSandbox):
                 "pick another backend: create_sandbox(backend='docker'|'remote'|'subprocess')"
             )
         python, python_binds = _sandbox_python()
-        argv = [bwrap, *self._bwrap_args(python_binds)]
-        argv += ["--", *agent_argv(python, agent_fd, config)]
+        # bwrap reports the agent's pid on the info pipe as soon as it has cloned it
+        self._info_fd, info_w = os.pipe2(os.O_CLOEXEC)
+        self._launch_fds.append(info_w)
+        args = ["--info-fd", str(info_w), *self._bwrap_args(python_binds)]
+        args += ["--", *self._agent_command(python, agent_fd, config, _AGENT_INSIDE)]
+        argv = [bwrap, *args]
         lim = self.limits
         self._cgroup = SandboxCgroup(
             self.id,
             (lim.memory_mb << 20) if lim.memory_mb is not None else None,
             lim.processes,
         )
-        prefix: list[str] = []
-        files = self._cgroup.procs_files
-        if files:
-            # join the cgroups before bwrap starts, so every sandbox process is inside
-            script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 97; shift; n=$((n-1)); done; exec "$@"'
-            prefix = ["/bin/sh", "-c", script, "sh", str(len(files)), *files]
         if os.geteuid() == 0:
-            prefix += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-        return prefix + argv
+            argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+            argv += [bwrap, *args]
+        return argv
 
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
@@ -156,6 +160,11 @@ class BwrapSandbox(AgentSandbox):
             args += ["--ro-bind", host_path, inside]
         for path, content in _IDENTITY_FILES.items():
             args += ["--perms", "0644", "--ro-bind-data", str(self._data_fd(content)), path]
+        if self._native is not None:
+            # bwrap copies the native agent into the sandbox's (read-only) root
+            binary = os.open(self._native, os.O_RDONLY | os.O_CLOEXEC)
+            self._launch_fds.append(binary)
+            args += ["--perms", "0555", "--ro-bind-data", str(binary), _AGENT_INSIDE]
         args += ["--proc", "/proc", "--dev", "/dev"]
         for mount in ("/tmp", WORKDIR):
             if lim.disk_mb is not None:
@@ -174,11 +183,27 @@ class BwrapSandbox(AgentSandbox):
         self._launch_fds.append(read_end)
         return read_end
 
-    async def _after_start(self) -> None:
-        if self._proc is not None:
-            # the pid namespace's init: killing it ends every process in the sandbox
-            self._extra_pids = child_pids(self._proc.pid)
-            _LIVE[id(self)] = (self._proc.pid, *self._extra_pids)
+    async def _while_starting(self) -> None:
+        """Learn the agent's pid from bwrap and put it into the sandbox's cgroups while its
+        interpreter starts. Joining a cgroup costs milliseconds (the kernel waits for an RCU
+        grace period), so it is overlapped with the start-up rather than done by a launcher
+        before bwrap. Nothing runs in the sandbox until this is done: the agent is the only
+        process there and forks commands only when asked, so every command and its
+        descendants start inside the cgroups."""
+        assert self._proc is not None and self._info_fd is not None
+        fd, self._info_fd = self._info_fd, None
+        info = await _read_json_object(fd)
+        match = re.search(rb'"child-pid"\s*:\s*(\d+)', info)
+        if match is None:
+            raise SandboxError(f"bwrap did not start the sandbox: {self._stderr_text()}")
+        agent = int(match.group(1))
+        self._extra_pids = [agent]
+        _LIVE[id(self)] = (self._proc.pid, agent)
+        if self._cgroup is not None and self._cgroup.groups:
+            try:
+                await asyncio.to_thread(self._cgroup.attach, agent)
+            except OSError as e:
+                raise SandboxError(f"cannot put the sandbox into its cgroup: {e}") from e
 
     def oom_kills(self) -> int | None:
         return self._cgroup.oom_kills() if self._cgroup is not None else None
@@ -188,5 +213,37 @@ class BwrapSandbox(AgentSandbox):
             await self._cgroup.remove_async()
 
     def _cleanup_sync(self) -> None:
+        if self._info_fd is not None:
+            os.close(self._info_fd)
+            self._info_fd = None
         if self._cgroup is not None:
             self._cgroup.remove(wait_s=2.0)
+
+
+async def _read_json_object(fd: int) -> bytes:
+    """What is written to pipe ``fd`` up to the end of one JSON object (or end of file);
+    closes ``fd``."""
+    loop = asyncio.get_running_loop()
+    chunks: list[bytes] = []
+    done: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            chunks.append(chunk)
+        if (not chunk or b"}" in chunk) and not done.done():
+            done.set_result(None)
+
+    os.set_blocking(fd, False)
+    loop.add_reader(fd, readable)
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+    return b"".join(chunks)

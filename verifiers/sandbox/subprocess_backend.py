@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from verifiers.sandbox._local import AgentSandbox, agent_argv
+from verifiers.sandbox._local import AgentSandbox
 from verifiers.sandbox.base import SandboxLimits, base_env
 
 __all__ = ["SubprocessSandbox"]
@@ -50,14 +50,16 @@ class SubprocessSandbox(AgentSandbox):
     isolated = False
     _graceful_stop = True
 
-    def __init__(self, limits: SandboxLimits | None = None, *, network: bool = False) -> None:
+    def __init__(
+        self, limits: SandboxLimits | None = None, *, network: bool = False, agent: str = "auto"
+    ) -> None:
         warnings.warn(
             "the subprocess sandbox backend does not isolate anything: the program can read and "
             "write your files and reach the network. Use it only for trusted code.",
             RuntimeWarning,
             stacklevel=4,  # the caller of create_sandbox()
         )
-        super().__init__(limits, network=network)
+        super().__init__(limits, network=network, agent=agent)
         self._dir: Path | None = None
 
     def _workdir(self) -> str:
@@ -71,7 +73,7 @@ class SubprocessSandbox(AgentSandbox):
         return base_env(env, home=self._workdir()) | {"TMPDIR": self._workdir()}
 
     def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
-        return agent_argv(sys.executable, agent_fd, {**config, "subreaper": True})
+        return self._agent_command(sys.executable, agent_fd, {**config, "subreaper": True})
 
     def _cleanup_sync(self) -> None:
         if self._dir is not None:
