@@ -46,6 +46,10 @@ async def test_native_agent_is_built_once_into_the_cache(fresh_build: Path) -> N
     _native._state = None  # a new process: finds the cached build, does not rebuild
     assert _native.native_agent() == str(built[0])
     assert built[0].stat().st_mtime_ns == stamp
+    built[0].unlink()  # the cache was cleaned while this process runs: built again
+    async with _make("subprocess") as sb:
+        assert sb.agent == "native"  # type: ignore[attr-defined]
+    assert built[0].exists()
 
 
 async def test_without_a_compiler_auto_falls_back_and_native_says_why(
@@ -106,6 +110,10 @@ async def test_large_commands_pass_and_too_large_ones_are_refused_cleanly(agent:
         if int(Path("/proc/sys/net/core/wmem_max").read_text()) >= 1 << 21:
             r = await sb.exec(["sh", "-c", 'echo "$#"', "sh", *(["x" * 100_000] * 10)])
             assert r.stdout == "10\n"
+        many = [str(i) for i in range(5000)]
+        env = {f"V{i}": str(i) for i in range(500)}
+        r = await sb.exec(["sh", "-c", 'echo "$# $V499"', "sh", *many], env=env)
+        assert r.stdout == "5000 499\n"
         with pytest.raises(ConfigError, match=r"too large.*stdin or write_file"):
             await sb.exec(["true", *(["x" * 100_000] * 50)])
         # one argument over the kernel's per-string limit: the command fails, not the sandbox

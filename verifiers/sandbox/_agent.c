@@ -245,7 +245,7 @@ static void handle_run(char *buf, size_t len, size_t pos, int *fds, int nfds) {
     }
     /* argv, then the environment (KEY=VALUE) up to the end of the message */
     size_t count = 0, cap = (size_t)argc + 16;
-    char **vec = malloc((cap + 2) * sizeof *vec);
+    char **vec = malloc(cap * sizeof *vec);
     char *item, *path_var = NULL;
     if (vec == NULL) {
         close_all(fds, nfds);
@@ -253,8 +253,8 @@ static void handle_run(char *buf, size_t len, size_t pos, int *fds, int nfds) {
         return;
     }
     while ((item = field(buf, len, &pos)) != NULL) {
-        if (count == cap) {
-            char **grown = realloc(vec, ((cap *= 2) + 2) * sizeof *vec);
+        if (count + 3 > cap) { /* room for this item, argv's terminator and the last NULL */
+            char **grown = realloc(vec, (cap *= 2) * sizeof *vec);
             if (grown == NULL) break;
             vec = grown;
         }

@@ -55,7 +55,7 @@ def effective_kind(kind: str) -> str:
 
 def resolved() -> bool:
     """Whether :func:`native_agent` answers without building (or trying to)."""
-    return _state is not None
+    return _state is not None and (_state[0] is None or os.access(_state[0], os.X_OK))
 
 
 def native_agent(required: bool = False) -> str | None:
@@ -64,7 +64,7 @@ def native_agent(required: bool = False) -> str | None:
     cannot be built, or a :class:`SandboxError` saying why when ``required``."""
     global _state
     with _lock:
-        if _state is None:
+        if not resolved():  # never tried, or the cached build was deleted since
             source = SOURCE.read_bytes()
             key = hashlib.sha256(source + platform.machine().encode()).hexdigest()[:16]
             try:

@@ -184,12 +184,12 @@ class BwrapSandbox(AgentSandbox):
         return read_end
 
     async def _while_starting(self) -> None:
-        """Learn the agent's pid from bwrap and put it into the sandbox's cgroups while its
-        interpreter starts. Joining a cgroup costs milliseconds (the kernel waits for an RCU
-        grace period), so it is overlapped with the start-up rather than done by a launcher
-        before bwrap. Nothing runs in the sandbox until this is done: the agent is the only
-        process there and forks commands only when asked, so every command and its
-        descendants start inside the cgroups."""
+        """Learn the agent's pid from bwrap and put it into the sandbox's cgroups while the
+        agent starts. A cgroup v1 join can wait milliseconds for the kernel (an RCU grace
+        period), so it is overlapped with the start-up rather than done by a launcher before
+        bwrap. Nothing runs in the sandbox until this is done: the agent is the only process
+        there and forks commands only when asked, so every command and its descendants start
+        inside the cgroups (``tests/sandbox/test_agents.py`` checks)."""
         assert self._proc is not None and self._info_fd is not None
         fd, self._info_fd = self._info_fd, None
         info = await _read_json_object(fd)
