@@ -64,15 +64,17 @@ def native_agent(required: bool = False) -> str | None:
     cannot be built, or a :class:`SandboxError` saying why when ``required``."""
     global _state
     with _lock:
-        if not resolved():  # never tried, or the cached build was deleted since
+        state = _state
+        if state is None or not resolved():  # never tried, or the cached build was deleted
             source = SOURCE.read_bytes()
             key = hashlib.sha256(source + platform.machine().encode()).hexdigest()[:16]
             try:
-                _state = (_build(source, key), "")
+                state = (_build(source, key), "")
             except SandboxError as e:
-                _state = (None, str(e))
+                state = (None, str(e))
                 _log.info("using the Python sandbox agent: %s", e)
-        path, why_not = _state
+            _state = state
+        path, why_not = state
     if path is None and required:
         raise SandboxError(f"the native sandbox agent is not available: {why_not}")
     return path
