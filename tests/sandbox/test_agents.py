@@ -163,3 +163,37 @@ async def test_many_sandboxes_start_at_once_with_the_native_agent() -> None:
         assert [r.stdout.strip() for r in results] == [sb.id for sb in boxes]
     finally:
         await asyncio.gather(*(sb.stop() for sb in boxes))
+
+
+@needs_cc
+def test_the_native_launcher_joins_switches_user_or_says_why(
+    fresh_build: Path, tmp_path: Path
+) -> None:
+    """``vf-agent --launch [--join FILE]... [--as-user UID GID] -- PROGRAM...``: how a sandbox's
+    bwrap is started (in its cgroups, as nobody when the host is root)."""
+    import subprocess
+
+    agent = _native.native_agent(required=True)
+    assert agent is not None
+
+    def launch(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([agent, "--launch", *args], capture_output=True, text=True)
+
+    bad = launch("--as-user", "nobody", "1", "--", "/bin/true")
+    assert bad.returncode == 2 and "numeric uid and gid" in bad.stderr
+    assert launch("--as-user", "1", "1").returncode == 2  # no program
+    missing = launch("--", "/no/such/program")
+    assert missing.returncode == 126 and "cannot run /no/such/program" in missing.stderr
+    # what the launcher writes to a join file: "0", moving itself
+    join = tmp_path / "tasks"
+    join.write_text("")
+    assert launch("--join", str(join), "--", "/bin/true").returncode == 0
+    assert join.read_text() == "0"
+    nowhere = launch("--join", str(tmp_path / "no" / "tasks"), "--", "/bin/true")
+    assert nowhere.returncode == 126 and "cannot join the cgroup" in nowhere.stderr
+    if os.geteuid() == 0:
+        ok = launch("--as-user", "65534", "65534", "--", "/bin/sh", "-c", "id -u; id -G")
+        assert (ok.returncode, ok.stdout) == (0, "65534\n65534\n")
+    else:  # an unprivileged caller cannot switch: a clear message, not a half-switched exec
+        denied = launch("--as-user", "0", "0", "--", "/bin/true")
+        assert denied.returncode == 126 and "cannot switch to uid 0" in denied.stderr

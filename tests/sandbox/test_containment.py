@@ -17,6 +17,7 @@ import pytest
 
 from tests.sandbox.conftest import marker, needs_bwrap, pids_with, vf_exec, wait_for_pids
 from verifiers.sandbox import SandboxLimits, create_sandbox
+from verifiers.sandbox.bwrap import sandbox_host_uid
 
 pytestmark = needs_bwrap
 
@@ -220,17 +221,25 @@ async def test_oom_is_flagged_when_the_memory_cgroup_kills() -> None:
     assert r.oom
 
 
-def test_sandbox_uid_is_not_root_on_the_host() -> None:
+@pytest.mark.parametrize("agent", ["native", "python"])  # launched by the agent / setpriv
+def test_sandbox_runs_as_an_unprivileged_host_user(agent: str) -> None:
     tag = marker()
 
-    async def go() -> int:
-        async with create_sandbox("bwrap") as sb:
+    async def go() -> tuple[int, int, str]:
+        async with create_sandbox("bwrap", agent=agent) as sb:
             await sb.spawn(["sleep", tag])
             pid = wait_for_pids(tag, 1)[0]
-            return os.stat(f"/proc/{pid}").st_uid
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+            uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+            gids = next(line for line in status if line.startswith("Gid:")).split()[1:]
+            groups = next(line for line in status if line.startswith("Groups:"))
+            assert len(set(uids)) == 1 and len(set(gids)) == 1, status  # real = saved = ...
+            return int(uids[0]), int(gids[0]), groups.split(":", 1)[1].strip()
 
-    uid = asyncio.run(go())
-    assert uid != 0 or os.geteuid() != 0
+    uid, gid, groups = asyncio.run(go())
+    assert uid == sandbox_host_uid()
+    if os.geteuid() == 0:  # root's groups are dropped along with its uid
+        assert (uid, gid, groups) == (65534, 65534, "")
 
 
 async def test_commands_during_a_fork_bomb_fail_without_killing_the_sandbox() -> None:

@@ -88,6 +88,36 @@ async def test_stop_removes_cgroups_and_processes() -> None:
 
 
 @needs_bwrap
+async def test_a_start_cancelled_at_any_point_leaves_nothing() -> None:
+    """Cancelled before, during and after bwrap reports the agent and its cgroups are made:
+    no process, cgroup or descriptor is left."""
+    fds_before = len(os.listdir("/proc/self/fd"))
+    outcomes = set()
+    for i in range(40):
+        sb = create_sandbox("bwrap")
+        try:
+            await asyncio.wait_for(sb.start(), timeout=i * 0.0005)
+            outcomes.add("started")
+        except TimeoutError:
+            outcomes.add("cancelled")
+        await sb.stop()
+        proc = sb._proc  # type: ignore[attr-defined]
+        assert proc is None or proc.poll() is not None
+        for pid in sb._extra_pids:  # type: ignore[attr-defined]
+            assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+        assert not [g for g in _cgroup.leftover_groups(os.getpid()) if sb.id in g.name]
+    assert outcomes == {"started", "cancelled"}
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@needs_bwrap
 async def test_start_failure_is_a_sandbox_error() -> None:
     sb = create_sandbox("bwrap", bwrap="/bin/false")
     with pytest.raises(SandboxError, match="failed to start"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,39 +173,82 @@ def _remove(group: Path, wait_s: float = 0.0) -> None:
 
 
 class SandboxCgroup:
-    """The cgroups of one sandbox; a process joins them with :meth:`attach`."""
+    """The cgroups of one sandbox: :meth:`create` makes them, then the sandbox's first process
+    joins them, by itself through :meth:`self_join_files` (cgroup v1) or moved by
+    :meth:`attach` (cgroup v2).
+
+    Why two ways: moving another process between cgroups makes the kernel wait for an RCU
+    grace period (about 10 ms on a quiet machine) unless another move happened just before,
+    while a thread that moves itself through cgroup v1's ``tasks`` file skips that wait.
+    cgroup v2 has no such file, so there the move is started early (:meth:`prime`) and runs
+    while bubblewrap builds the sandbox.
+    """
 
     def __init__(self, sandbox_id: str, memory_bytes: int | None, max_pids: int | None) -> None:
+        self.name = f"{PREFIX}{os.getpid()}-{sandbox_id}"
+        self.memory_bytes = memory_bytes
+        self.max_pids = max_pids
+        #: where this sandbox's groups go: the hierarchies with a controller it has a limit for
+        self.parents = [
+            p
+            for p in _parents()
+            if (p.controller == "memory" and memory_bytes is not None)
+            or (p.controller == "pids" and max_pids is not None)
+        ]
+        #: the groups made, by controller
         self.groups: dict[str, Path] = {}
-        name = f"{PREFIX}{os.getpid()}-{sandbox_id}"
-        for parent in _parents():
-            if parent.controller == "memory" and memory_bytes is None:
-                continue
-            if parent.controller == "pids" and max_pids is None:
-                continue
-            group = parent.path / name
-            try:
-                group.mkdir()
-                if parent.controller == "pids":
-                    (group / "pids.max").write_text(str(max_pids))
-                elif parent.v2:
-                    (group / "memory.max").write_text(str(memory_bytes))
-                    (group / "memory.swap.max").write_text("0")
-                else:
-                    (group / "memory.limit_in_bytes").write_text(str(memory_bytes))
-                    with contextlib.suppress(OSError):
-                        (group / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
-            except OSError:
-                with contextlib.suppress(OSError):
-                    group.rmdir()
-                continue
-            self.groups[parent.controller] = group
+        self._v2: set[str] = set()
 
-    def attach(self, pid: int) -> None:
-        """Move process ``pid`` into every group (its later children start there). Blocking:
-        each write waits for the kernel (an RCU grace period, milliseconds)."""
-        for group in self.groups.values():
-            (group / "cgroup.procs").write_text(str(pid))
+    def create(self) -> None:
+        """Make the groups the host lets us make, with their limits (blocking, fast)."""
+        for parent in self.parents:
+            group = self._make(parent)
+            if group is not None:
+                self.groups[parent.controller] = group
+                if parent.v2:
+                    self._v2.add(parent.controller)
+
+    def self_join_files(self) -> dict[str, str]:
+        """The cgroup v1 groups, by controller, as the files a single-threaded process writes
+        ``0`` to in order to move itself in (the sandbox launcher does, before bwrap)."""
+        return {c: str(g / "tasks") for c, g in self.groups.items() if c not in self._v2}
+
+    def prime(self) -> None:
+        """Move the calling thread into the group it is already in: nothing changes, but the
+        grace period an :meth:`attach` would wait for starts now. Best effort (errors are
+        ignored); blocking, so call it in a worker thread."""
+        for parent in self.parents[:1]:
+            # cgroup v1 moves one thread through ``tasks``; v2 only whole processes
+            name, ident = (
+                ("cgroup.procs", os.getpid()) if parent.v2 else ("tasks", threading.get_native_id())
+            )
+            with contextlib.suppress(OSError):
+                (parent.path / name).write_text(str(ident))
+
+    def attach(self, pid: int, controllers: list[str]) -> None:
+        """Move process ``pid`` into the groups of ``controllers``; its later children start
+        there. Blocking: see :meth:`prime`."""
+        for controller in controllers:
+            (self.groups[controller] / "cgroup.procs").write_text(str(pid))
+
+    def _make(self, parent: _Parent) -> Path | None:
+        group = parent.path / self.name
+        try:
+            group.mkdir()
+            if parent.controller == "pids":
+                (group / "pids.max").write_text(str(self.max_pids))
+            elif parent.v2:
+                (group / "memory.max").write_text(str(self.memory_bytes))
+                (group / "memory.swap.max").write_text("0")
+            else:
+                (group / "memory.limit_in_bytes").write_text(str(self.memory_bytes))
+                with contextlib.suppress(OSError):
+                    (group / "memory.memsw.limit_in_bytes").write_text(str(self.memory_bytes))
+        except OSError:
+            with contextlib.suppress(OSError):
+                group.rmdir()
+            return None
+        return group
 
     def oom_kills(self) -> int | None:
         group = self.groups.get("memory")

@@ -21,6 +21,7 @@ by SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import shutil
@@ -103,35 +104,52 @@ class BwrapSandbox(AgentSandbox):
         self.ro_binds = dict(ro_binds or {})
         self._bwrap = bwrap
         self._cgroup: SandboxCgroup | None = None
+        self._cgroup_prime: asyncio.Future[None] | None = None
+        self._host_moves: list[str] = []
+        self._cgroup_setup: asyncio.Future[None] | None = None
         self._info_fd: int | None = None
 
     def _workdir(self) -> str:
         return WORKDIR
 
     def _launch(self, agent_fd: int, config: dict[str, Any]) -> list[str]:
-        bwrap = self._bwrap or shutil.which("bwrap")
-        if bwrap is None:
-            raise SandboxError(
-                "bubblewrap is not installed: `apt-get install bubblewrap` (Debian/Ubuntu), or "
-                "pick another backend: create_sandbox(backend='docker'|'remote'|'subprocess')"
-            )
+        bwrap = self._bwrap or _find_bwrap()
         python, python_binds = _sandbox_python()
         # bwrap reports the agent's pid on the info pipe as soon as it has cloned it
         self._info_fd, info_w = os.pipe2(os.O_CLOEXEC)
         self._launch_fds.append(info_w)
         args = ["--info-fd", str(info_w), *self._bwrap_args(python_binds)]
         args += ["--", *self._agent_command(python, agent_fd, config, _AGENT_INSIDE)]
-        argv = [bwrap, *args]
+        joins = self._make_cgroups()
+        root = os.geteuid() == 0
+        if self._native is not None and (joins or root):
+            # the native agent's launcher mode: join the cgroups, become nobody when root, exec
+            # bwrap (a few milliseconds faster than setpriv, the fallback)
+            launcher = [self._native, "--launch"]
+            for path in joins:
+                launcher += ["--join", path]
+            if root:
+                launcher += ["--as-user", str(NOBODY), str(NOBODY)]
+            return [*launcher, "--", bwrap, *args]
+        if root:  # bwrap runs as nobody
+            setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            return [*setpriv, "--", bwrap, *args]
+        return [bwrap, *args]
+
+    def _make_cgroups(self) -> list[str]:
+        """Make the sandbox's cgroups; the files the launcher joins them through (with the
+        native agent, cgroup v1). The others are joined once bwrap has cloned the agent
+        (``_while_starting``), and the kernel's wait for that move is started now."""
         lim = self.limits
-        self._cgroup = SandboxCgroup(
-            self.id,
-            (lim.memory_mb << 20) if lim.memory_mb is not None else None,
-            lim.processes,
-        )
-        if os.geteuid() == 0:
-            argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-            argv += [bwrap, *args]
-        return argv
+        memory = (lim.memory_mb << 20) if lim.memory_mb is not None else None
+        self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes)
+        cgroup.create()
+        joins = cgroup.self_join_files() if self._native is not None else {}
+        self._host_moves = [c for c in cgroup.groups if c not in joins]
+        if self._host_moves:
+            loop = asyncio.get_running_loop()  # submitted now, not when the loop next runs
+            self._cgroup_prime = loop.run_in_executor(None, cgroup.prime)
+        return list(joins.values())
 
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
@@ -142,16 +160,10 @@ class BwrapSandbox(AgentSandbox):
         # the agent is the pid namespace's init: programs cannot signal it (not even SIGKILL),
         # and it reaps their orphans
         args += ["--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        args += ["--ro-bind", "/usr", "/usr"]
-        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            host = Path("/") / name
-            if host.is_symlink():
-                args += ["--symlink", os.readlink(host), str(host)]
-            elif host.is_dir():
-                args += ["--ro-bind", str(host), str(host)]
-        files = _BASE_FILES + (_NETWORK_FILES if self.network else ())
-        for path in files:
-            args += ["--ro-bind-try", path, path]
+        args += _system_args()
+        if self.network:
+            for path in _NETWORK_FILES:
+                args += ["--ro-bind-try", path, path]
         for path in python_binds:
             args += ["--ro-bind", path, path]
         for host_path, inside in self.ro_binds.items():
@@ -159,12 +171,12 @@ class BwrapSandbox(AgentSandbox):
                 raise SandboxError(f"ro_binds: {host_path} does not exist on the host")
             args += ["--ro-bind", host_path, inside]
         for path, content in _IDENTITY_FILES.items():
-            args += ["--perms", "0644", "--ro-bind-data", str(self._data_fd(content)), path]
+            args += ["--perms", "0644", "--file", str(self._data_fd(content)), path]
         if self._native is not None:
             # bwrap copies the native agent into the sandbox's (read-only) root
             binary = os.open(self._native, os.O_RDONLY | os.O_CLOEXEC)
             self._launch_fds.append(binary)
-            args += ["--perms", "0555", "--ro-bind-data", str(binary), _AGENT_INSIDE]
+            args += ["--perms", "0555", "--file", str(binary), _AGENT_INSIDE]
         args += ["--proc", "/proc", "--dev", "/dev"]
         for mount in ("/tmp", WORKDIR):
             if lim.disk_mb is not None:
@@ -184,10 +196,9 @@ class BwrapSandbox(AgentSandbox):
         return read_end
 
     async def _while_starting(self) -> None:
-        """Learn the agent's pid from bwrap and put it into the sandbox's cgroups while the
-        agent starts. A cgroup v1 join can wait milliseconds for the kernel (an RCU grace
-        period), so it is overlapped with the start-up rather than done by a launcher before
-        bwrap. Nothing runs in the sandbox until this is done: the agent is the only process
+        """Learn the agent's pid from bwrap, and move it into the cgroups the launcher did not
+        join while it starts (see :class:`SandboxCgroup` for why the move is not done before
+        bwrap). Nothing runs in the sandbox until this is done: the agent is the only process
         there and forks commands only when asked, so every command and its descendants start
         inside the cgroups (``tests/sandbox/test_agents.py`` checks)."""
         assert self._proc is not None and self._info_fd is not None
@@ -199,9 +210,14 @@ class BwrapSandbox(AgentSandbox):
         agent = int(match.group(1))
         self._extra_pids = [agent]
         _LIVE[id(self)] = (self._proc.pid, agent)
-        if self._cgroup is not None and self._cgroup.groups:
+        if self._cgroup is not None and self._host_moves:
+            # not cancelled with the start: cleanup waits for it, so nothing is moved into a
+            # group after it was removed
+            self._cgroup_setup = asyncio.ensure_future(
+                asyncio.to_thread(self._cgroup.attach, agent, self._host_moves)
+            )
             try:
-                await asyncio.to_thread(self._cgroup.attach, agent)
+                await asyncio.shield(self._cgroup_setup)
             except OSError as e:
                 raise SandboxError(f"cannot put the sandbox into its cgroup: {e}") from e
 
@@ -209,15 +225,53 @@ class BwrapSandbox(AgentSandbox):
         return self._cgroup.oom_kills() if self._cgroup is not None else None
 
     async def _cleanup(self) -> None:
+        self._close_info_fd()
+        started = (self._cgroup_prime, self._cgroup_setup)
+        await asyncio.gather(*(f for f in started if f is not None), return_exceptions=True)
         if self._cgroup is not None:
             await self._cgroup.remove_async()
 
     def _cleanup_sync(self) -> None:
+        self._close_info_fd()
+        if self._cgroup is not None:
+            self._cgroup.remove(wait_s=2.0)
+
+    def _close_info_fd(self) -> None:
+        """The info pipe, when the start failed before bwrap's report was read."""
         if self._info_fd is not None:
             os.close(self._info_fd)
             self._info_fd = None
-        if self._cgroup is not None:
-            self._cgroup.remove(wait_s=2.0)
+
+
+@functools.cache
+def _system_args() -> tuple[str, ...]:
+    """The read-only system part of every sandbox's file system (the same for the life of the
+    process): ``/usr``, the top-level links or directories into it, the linker cache."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    for path in _BASE_FILES:
+        target = os.readlink(path) if os.path.islink(path) else ""
+        if target.startswith("/usr/"):  # /etc/localtime: a link is cheaper than a mount
+            args += ["--symlink", target, path]
+        else:
+            args += ["--ro-bind-try", path, path]
+    return tuple(args)
+
+
+@functools.cache  # a failure is not cached: installing bubblewrap later is noticed
+def _find_bwrap() -> str:
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxError(
+            "bubblewrap is not installed: `apt-get install bubblewrap` (Debian/Ubuntu), or "
+            "pick another backend: create_sandbox(backend='docker'|'remote'|'subprocess')"
+        )
+    return found
 
 
 async def _read_json_object(fd: int) -> bytes:
