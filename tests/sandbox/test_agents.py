@@ -13,7 +13,7 @@ import pytest
 
 from tests.sandbox.conftest import marker, needs_bwrap, wait_for_pids
 from verifiers.errors import ConfigError, SandboxError
-from verifiers.sandbox import Sandbox, _cgroup, _native, create_sandbox
+from verifiers.sandbox import Sandbox, SandboxLimits, _cgroup, _native, create_sandbox
 
 needs_cc = pytest.mark.skipif(
     not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="no C compiler"
@@ -197,3 +197,29 @@ def test_the_native_launcher_joins_switches_user_or_says_why(
     else:  # an unprivileged caller cannot switch: a clear message, not a half-switched exec
         denied = launch("--as-user", "0", "0", "--", "/bin/true")
         assert denied.returncode == 126 and "cannot switch to uid 0" in denied.stderr
+
+
+@needs_bwrap
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_the_process_limit_counts_what_runs_in_the_sandbox(agent: str) -> None:
+    """``processes=N``: the agent and N-1 processes of the commands, whichever way the
+    sandbox joined its pids cgroup (bwrap's own process, outside the sandbox, is not
+    counted)."""
+    code = (
+        "import os, time\n"
+        "n = 0\n"
+        "while True:\n"
+        "    try:\n"
+        "        pid = os.fork()\n"
+        "    except OSError:\n"
+        "        break\n"
+        "    if pid == 0:\n"
+        "        time.sleep(30)\n"
+        "        os._exit(0)\n"
+        "    n += 1\n"
+        "print(n)\n"
+    )
+    limits = SandboxLimits(processes=8, timeout=30)
+    async with create_sandbox("bwrap", agent=agent, limits=limits) as sb:
+        r = await sb.exec(["python3", "-c", code])
+    assert r.stdout == "6\n", r  # 8 - the agent - python itself

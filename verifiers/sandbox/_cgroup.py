@@ -199,19 +199,26 @@ class SandboxCgroup:
         self.groups: dict[str, Path] = {}
         self._v2: set[str] = set()
 
-    def create(self) -> None:
-        """Make the groups the host lets us make, with their limits (blocking, fast)."""
+    def create(self, launcher_joins: bool = False) -> None:
+        """Make the groups the host lets us make, with their limits (blocking, fast). With
+        ``launcher_joins``, the sandbox's launcher joins the cgroup v1 groups before it execs
+        bwrap, so bwrap's own process is in them too and the pids limit counts it."""
         for parent in self.parents:
-            group = self._make(parent)
+            group = self._make(parent, extra_pids=int(launcher_joins and not parent.v2))
             if group is not None:
                 self.groups[parent.controller] = group
                 if parent.v2:
                     self._v2.add(parent.controller)
 
-    def self_join_files(self) -> dict[str, str]:
-        """The cgroup v1 groups, by controller, as the files a single-threaded process writes
-        ``0`` to in order to move itself in (the sandbox launcher does, before bwrap)."""
-        return {c: str(g / "tasks") for c, g in self.groups.items() if c not in self._v2}
+    def self_join_files(self) -> list[str]:
+        """The cgroup v1 groups as the files a single-threaded process writes ``0`` to in
+        order to move itself in (the sandbox launcher does, before it execs bwrap)."""
+        return [str(g / "tasks") for c, g in self.groups.items() if c not in self._v2]
+
+    def host_moves(self) -> list[str]:
+        """The controllers whose groups the launcher cannot join: :meth:`attach` moves the
+        sandbox's first process into them."""
+        return [c for c in self.groups if c in self._v2]
 
     def prime(self) -> None:
         """Move the calling thread into the group it is already in: nothing changes, but the
@@ -231,12 +238,12 @@ class SandboxCgroup:
         for controller in controllers:
             (self.groups[controller] / "cgroup.procs").write_text(str(pid))
 
-    def _make(self, parent: _Parent) -> Path | None:
+    def _make(self, parent: _Parent, extra_pids: int) -> Path | None:
         group = parent.path / self.name
         try:
             group.mkdir()
             if parent.controller == "pids":
-                (group / "pids.max").write_text(str(self.max_pids))
+                (group / "pids.max").write_text(str((self.max_pids or 0) + extra_pids))
             elif parent.v2:
                 (group / "memory.max").write_text(str(self.memory_bytes))
                 (group / "memory.swap.max").write_text("0")

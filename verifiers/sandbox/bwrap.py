@@ -143,13 +143,13 @@ class BwrapSandbox(AgentSandbox):
         lim = self.limits
         memory = (lim.memory_mb << 20) if lim.memory_mb is not None else None
         self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes)
-        cgroup.create()
-        joins = cgroup.self_join_files() if self._native is not None else {}
-        self._host_moves = [c for c in cgroup.groups if c not in joins]
+        launcher_joins = self._native is not None
+        cgroup.create(launcher_joins)
+        self._host_moves = cgroup.host_moves() if launcher_joins else list(cgroup.groups)
         if self._host_moves:
             loop = asyncio.get_running_loop()  # submitted now, not when the loop next runs
             self._cgroup_prime = loop.run_in_executor(None, cgroup.prime)
-        return list(joins.values())
+        return cgroup.self_join_files() if launcher_joins else []
 
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
