@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -153,6 +155,42 @@ static void report(int fd, const char *fmt, ...) {
 }
 
 /* In the forked child: stdio, limits, cwd, then exec. Never returns. */
+struct command {
+    char **argv, **envp;
+    const char *cwd, *path_var;
+    int *fds, nfds, has_stdin;
+};
+
+static void child(char **argv, char **envp, const char *cwd, const char *path_var, int *fds,
+                  int nfds, int has_stdin);
+
+/* The entry point of a command's process: it runs on its own stack while sharing the agent's
+ * memory (see start_command), so it only reads the command and touches its own stack and
+ * descriptors; child() ends in execve or _exit. */
+static int command_main(void *arg) {
+    struct command *c = arg;
+    child(c->argv, c->envp, c->cwd, c->path_var, c->fds, c->nfds, c->has_stdin);
+    return 127;
+}
+
+/* Start a command's process like posix_spawn does: clone(CLONE_VM | CLONE_VFORK) on a
+ * separate stack, so there is no copy of the agent's page tables and no copy-on-write faults
+ * before the exec (a fork costs about half a millisecond more per command). The agent waits
+ * until the child has exec'd or exited, then the stack is free for the next command. */
+static pid_t start_command(struct command *c) {
+    static char *stack;
+    const size_t size = 256 * 1024;
+    if (stack == NULL) {
+        stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                     -1, 0);
+        if (stack == MAP_FAILED) {
+            stack = NULL;
+            return -1;
+        }
+    }
+    return clone(command_main, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+}
+
 static void child(char **argv, char **envp, const char *cwd, const char *path_var, int *fds,
                   int nfds, int has_stdin) {
     int stdio[3], k = 0;
@@ -282,7 +320,8 @@ static void handle_run(char *buf, size_t len, size_t pos, int *fds, int nfds) {
         return;
     }
     double start = now();
-    pid_t pid = fork();
+    struct command command = {vec, vec + argc + 1, cwd, path_var, fds, nfds, has_stdin};
+    pid_t pid = start_command(&command);
     if (pid < 0) { /* the process limit is full (a fork bomb): the command fails */
         report(fds[nfds - 1], "sandbox: cannot start the command (fork failed: %s)\n",
                strerror(errno));
@@ -291,7 +330,6 @@ static void handle_run(char *buf, size_t len, size_t pos, int *fds, int nfds) {
         send_words("exit %ld 126 0 0.0 0.0 0", id);
         return;
     }
-    if (pid == 0) child(vec, vec + argc + 1, cwd, path_var, fds, nfds, has_stdin);
     close_all(fds, nfds);
     free(vec);
     if (njobs == capjobs) {
