@@ -28,8 +28,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -154,7 +154,6 @@ static void report(int fd, const char *fmt, ...) {
     }
 }
 
-/* In the forked child: stdio, limits, cwd, then exec. Never returns. */
 struct command {
     char **argv, **envp;
     const char *cwd, *path_var;
@@ -191,6 +190,7 @@ static pid_t start_command(struct command *c) {
     return clone(command_main, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
 }
 
+/* In the command's process: stdio, limits, cwd, then exec. Never returns. */
 static void child(char **argv, char **envp, const char *cwd, const char *path_var, int *fds,
                   int nfds, int has_stdin) {
     int stdio[3], k = 0;
