@@ -20,20 +20,25 @@ never used before, started ahead of time, then the command.
 The sandbox column uses the native (C) agent, the default where a C compiler is available;
 the cold start is also measured with the Python agent, the fallback without one.
 
-Measured 2026-11-22 on the idle 2-core CI machine (a firecracker VM; absolute figures move by
-+-2 ms between runs, so compare ratios within one run), p50:
+Measured 2026-11-24 on the 2-core CI machine (a firecracker VM whose speed drifts: plain
+`python3 -c pass` took 14-19 ms over the session, so compare within one run), p50 of full runs
+started with the machine idle, and of interleaved A/B runs against the previous revision:
 
-  cold start + python3 -c pass           20-22 ms (Python agent: 28-31 ms; plain: 10 ms)
-  fresh pre-started + python3 -c pass    12 ms    (plain: 10 ms)
-  warm cell in a live worker             0.2 ms   (no isolation: 0.12 ms)
+  cold start + python3 -c pass           22-27 ms (plain: 14-17 ms; previous revision: 29-33 ms)
+    with the Python agent                43-46 ms
+  fresh pre-started + python3 -c pass    19 ms
+  warm cell in a live worker             0.4-0.5 ms (no isolation: 0.3 ms)
+  exec `true` in a live sandbox          1.3-1.7 ms (no isolation: 1.2 ms)
+  live sandboxes                         512/512, 0.3 MiB PSS each
 
-Where a cold start goes (measured by timing each stage alone): about 3-4 ms for setpriv and
-bubblewrap to build the namespaces and mounts and clone the agent, under 1 ms for the native
-agent to report ready (6-9 ms for the Python agent's interpreter), and about 10-11 ms for
-`python3 -c pass` itself. Moving the agent into its pids and memory cgroups usually costs
-0.2 ms, but a cgroup v1 move can wait for an RCU grace period (5-20 ms); it runs while the
-agent starts rather than before bwrap, so it is mostly hidden, and it is the main source of
-the p90.
+Where a cold start goes (each stage timed alone): 0.6 ms to launch; about 3 ms until bwrap
+has cloned the sandbox's first process (exec of the launcher and of bwrap, seven namespaces);
+about 4.5 ms for bwrap's mounts (/dev alone is 1.7 ms, the network namespace 1.2 ms) and the
+native agent's start; then the command, about 1 ms slower than outside (its first process in
+fresh namespaces). Joining the pids and memory cgroups costs 0.2 ms: the launcher moves itself
+in through cgroup v1's `tasks` file. Moving another process instead (cgroup v2, or the Python
+agent's path) makes the kernel wait for an RCU grace period, about 10 ms here after a quiet
+spell; that wait is started at launch and overlaps bwrap's work.
 """
 
 from __future__ import annotations
