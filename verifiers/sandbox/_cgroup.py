@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,8 +179,9 @@ class SandboxCgroup:
     Why two ways: moving another process between cgroups makes the kernel wait for an RCU
     grace period (about 10 ms on a quiet machine) unless another move happened just before,
     while a thread that moves itself through cgroup v1's ``tasks`` file skips that wait.
-    cgroup v2 has no such file, so there the move is started early (:meth:`prime`) and runs
-    while bubblewrap builds the sandbox.
+    cgroup v2 has no such file, so there the wait is started early (:meth:`prime`) and runs
+    while bubblewrap builds the sandbox. (The Python agent's start-up, without the native
+    launcher, is longer than the wait, which it hides.)
     """
 
     def __init__(self, sandbox_id: str, memory_bytes: int | None, max_pids: int | None) -> None:
@@ -221,16 +221,14 @@ class SandboxCgroup:
         return [c for c in self.groups if c in self._v2]
 
     def prime(self) -> None:
-        """Move the calling thread into the group it is already in: nothing changes, but the
-        grace period an :meth:`attach` would wait for starts now. Best effort (errors are
+        """Move this process into the cgroup v2 group it is already in: nothing changes, but
+        the grace period an :meth:`attach` would wait for starts now. Best effort (errors are
         ignored); blocking, so call it in a worker thread."""
-        for parent in self.parents[:1]:
-            # cgroup v1 moves one thread through ``tasks``; v2 only whole processes
-            name, ident = (
-                ("cgroup.procs", os.getpid()) if parent.v2 else ("tasks", threading.get_native_id())
-            )
-            with contextlib.suppress(OSError):
-                (parent.path / name).write_text(str(ident))
+        for parent in self.parents:
+            if parent.v2:
+                with contextlib.suppress(OSError):
+                    (parent.path / "cgroup.procs").write_text(str(os.getpid()))
+                return
 
     def attach(self, pid: int, controllers: list[str]) -> None:
         """Move process ``pid`` into the groups of ``controllers``; its later children start

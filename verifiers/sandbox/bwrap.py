@@ -138,15 +138,15 @@ class BwrapSandbox(AgentSandbox):
 
     def _make_cgroups(self) -> list[str]:
         """Make the sandbox's cgroups; the files the launcher joins them through (with the
-        native agent, cgroup v1). The others are joined once bwrap has cloned the agent
-        (``_while_starting``), and the kernel's wait for that move is started now."""
+        native agent, cgroup v1). The agent is moved into the others once bwrap has cloned it
+        (``_while_starting``); see ``SandboxCgroup`` for why."""
         lim = self.limits
         memory = (lim.memory_mb << 20) if lim.memory_mb is not None else None
         self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes)
         launcher_joins = self._native is not None
         cgroup.create(launcher_joins)
         self._host_moves = cgroup.host_moves() if launcher_joins else list(cgroup.groups)
-        if self._host_moves:
+        if launcher_joins and self._host_moves:  # cgroup v2: start the kernel's wait now
             loop = asyncio.get_running_loop()  # submitted now, not when the loop next runs
             self._cgroup_prime = loop.run_in_executor(None, cgroup.prime)
         return cgroup.self_join_files() if launcher_joins else []
