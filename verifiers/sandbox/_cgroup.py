@@ -215,10 +215,10 @@ class SandboxCgroup:
         order to move itself in (the sandbox launcher does, before it execs bwrap)."""
         return [str(g / "tasks") for c, g in self.groups.items() if c not in self._v2]
 
-    def host_moves(self) -> list[str]:
-        """The controllers whose groups the launcher cannot join: :meth:`attach` moves the
-        sandbox's first process into them."""
-        return [c for c in self.groups if c in self._v2]
+    def host_moves(self, launcher_joins: bool) -> list[str]:
+        """The controllers whose groups :meth:`attach` must move the sandbox's first process
+        into: every group when no launcher joins them, else those a launcher cannot join."""
+        return [c for c in self.groups if not launcher_joins or c in self._v2]
 
     def prime(self) -> None:
         """Move this process into the cgroup v2 group it is already in: nothing changes, but

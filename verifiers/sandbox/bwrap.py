@@ -105,7 +105,6 @@ class BwrapSandbox(AgentSandbox):
         self._bwrap = bwrap
         self._cgroup: SandboxCgroup | None = None
         self._cgroup_prime: asyncio.Future[None] | None = None
-        self._host_moves: list[str] = []
         self._cgroup_setup: asyncio.Future[None] | None = None
         self._info_fd: int | None = None
 
@@ -145,11 +144,12 @@ class BwrapSandbox(AgentSandbox):
         self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes)
         launcher_joins = self._native is not None
         cgroup.create(launcher_joins)
-        self._host_moves = cgroup.host_moves() if launcher_joins else list(cgroup.groups)
-        if launcher_joins and self._host_moves:  # cgroup v2: start the kernel's wait now
+        if not launcher_joins:
+            return []
+        if cgroup.host_moves(launcher_joins):  # cgroup v2: start the kernel's wait now
             loop = asyncio.get_running_loop()  # submitted now, not when the loop next runs
             self._cgroup_prime = loop.run_in_executor(None, cgroup.prime)
-        return cgroup.self_join_files() if launcher_joins else []
+        return cgroup.self_join_files()
 
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
@@ -210,11 +210,13 @@ class BwrapSandbox(AgentSandbox):
         agent = int(match.group(1))
         self._extra_pids = [agent]
         _LIVE[id(self)] = (self._proc.pid, agent)
-        if self._cgroup is not None and self._host_moves:
+        cgroup = self._cgroup
+        moves = cgroup.host_moves(self._native is not None) if cgroup is not None else []
+        if cgroup is not None and moves:
             # not cancelled with the start: cleanup waits for it, so nothing is moved into a
             # group after it was removed
             self._cgroup_setup = asyncio.ensure_future(
-                asyncio.to_thread(self._cgroup.attach, agent, self._host_moves)
+                asyncio.to_thread(cgroup.attach, agent, moves)
             )
             try:
                 await asyncio.shield(self._cgroup_setup)
