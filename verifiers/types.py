@@ -2,16 +2,46 @@
 
 Messages are plain dicts in the OpenAI chat format (``{"role": ..., "content": ...}``; assistant
 tool calls in the OpenAI shape ``{"id", "type": "function", "function": {"name", "arguments"}}``).
-Plain dicts keep the hot path cheap and are what classic environment code indexes into.
+Messages the environment builds or receives are :mod:`verifiers.messages` objects: ``dict``
+subclasses that also answer attribute access (``m.role``, ``m.tool_calls[0].name``), so classic
+code reading them either way works and records serialise as plain JSON.
+
+The remaining names of the classic (0.3.x) ``verifiers.types`` module come from
+:mod:`verifiers.classic_types`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from verifiers.classic_types import *  # noqa: F403
+from verifiers.classic_types import __all__ as _classic_all
+from verifiers.messages import (
+    AssistantMessage,
+    SystemMessage,
+    TextMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    as_message,
+)
+
+if TYPE_CHECKING:
+    from verifiers.clients.endpoints import EndpointConfig
 
 __all__ = [
+    "AssistantMessage",
+    "EndpointConfig",
+    "Endpoints",
+    "SystemMessage",
+    "TaskSplit",
+    "TextMessage",
+    "ToolCall",
+    "ToolMessage",
+    "UserMessage",
+    *_classic_all,
     "Info",
     "Message",
     "MessageType",
@@ -31,6 +61,7 @@ Messages = list[Message]
 Info = dict[str, Any]
 SamplingArgs = dict[str, Any]
 MessageType = Literal["chat", "completion"]
+TaskSplit = Literal["train", "eval"]
 RewardFunc = Callable[..., float | Awaitable[float] | list[float] | Awaitable[list[float]]]
 
 
@@ -70,6 +101,9 @@ class ModelResponse:
     completion_logprobs: list[float] | None = None
     model: str | None = None
     id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.message = as_message(self.message)
 
     @property
     def content(self) -> str:
@@ -116,6 +150,17 @@ class RolloutInput(TypedDict, total=False):
     example_id: int
 
 
+Endpoints = dict[str, list["EndpointConfig"]]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EndpointConfig":  # defined with the clients; imported on first use
+        from verifiers.clients.endpoints import EndpointConfig
+
+        return EndpointConfig
+    raise AttributeError(f"module 'verifiers.types' has no attribute {name!r}")
+
+
 class State(dict[str, Any]):
     """The mutable record of one rollout (a ``dict``, as classic environments expect).
 
@@ -128,6 +173,8 @@ class State(dict[str, Any]):
     """
 
     __slots__ = ()
+    INPUT_FIELDS = ["prompt", "answer", "info", "example_id"]
+    for_task = StateForTaskDescriptor()  # noqa: F405
 
     def __getattr__(self, name: str) -> Any:
         try:
