@@ -40,9 +40,7 @@ def main() -> None:
     python = ensure_venv(args.venv)
     out = FIXTURES / "reference.json"
     # run outside the repository so that the venv's verifiers, not this checkout, is imported
-    subprocess.run(
-        [str(python), str(FIXTURES / "runner.py"), str(out)], check=True, cwd=args.venv
-    )
+    subprocess.run([str(python), str(FIXTURES / "runner.py"), str(out)], check=True, cwd=args.venv)
     print(f"wrote {out.relative_to(ROOT)}", file=sys.stderr)
 
 

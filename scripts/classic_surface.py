@@ -117,8 +117,17 @@ def main() -> None:
     else:
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "verifiers==0.3.1", "--no-deps",
-                 "-q", "-d", tmp],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "verifiers==0.3.1",
+                    "--no-deps",
+                    "-q",
+                    "-d",
+                    tmp,
+                ],
                 check=True,
             )
             wheel = next(Path(tmp).glob("verifiers-0.3.1-*.whl"))

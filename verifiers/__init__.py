@@ -184,22 +184,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.clients.retry import RetryPolicy as RetryPolicy
     from verifiers.decorators import advantage as advantage
     from verifiers.decorators import cleanup as cleanup
+    from verifiers.decorators import group_reward as group_reward
     from verifiers.decorators import metric as metric
     from verifiers.decorators import reward as reward
     from verifiers.decorators import setup as setup
-    from verifiers.decorators import update as update
-    from verifiers.decorators import group_reward as group_reward
     from verifiers.decorators import stop as stop
     from verifiers.decorators import teardown as teardown
+    from verifiers.decorators import update as update
     from verifiers.envs.code_test_env import CodeTestEnv as CodeTestEnv
     from verifiers.envs.env_group import EnvGroup as EnvGroup
     from verifiers.envs.environment import Environment as Environment
     from verifiers.envs.gym_env import GymEnv as GymEnv
-    from verifiers.envs.vendor_envs import BrowserEnv as BrowserEnv
-    from verifiers.envs.vendor_envs import CliAgentEnv as CliAgentEnv
-    from verifiers.envs.vendor_envs import HarborEnv as HarborEnv
-    from verifiers.envs.vendor_envs import OpenEnvEnv as OpenEnvEnv
-    from verifiers.envs.vendor_envs import TextArenaEnv as TextArenaEnv
     from verifiers.envs.mcp_env import MCPEnv as MCPEnv
     from verifiers.envs.multiturn_env import MultiTurnEnv as MultiTurnEnv
     from verifiers.envs.python_env import PythonEnv as PythonEnv
@@ -208,6 +203,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.envs.singleturn_env import SingleTurnEnv as SingleTurnEnv
     from verifiers.envs.stateful_tool_env import StatefulToolEnv as StatefulToolEnv
     from verifiers.envs.tool_env import ToolEnv as ToolEnv
+    from verifiers.envs.vendor_envs import BrowserEnv as BrowserEnv
+    from verifiers.envs.vendor_envs import CliAgentEnv as CliAgentEnv
+    from verifiers.envs.vendor_envs import HarborEnv as HarborEnv
+    from verifiers.envs.vendor_envs import OpenEnvEnv as OpenEnvEnv
+    from verifiers.envs.vendor_envs import TextArenaEnv as TextArenaEnv
     from verifiers.errors import ConfigError as ConfigError
     from verifiers.errors import EmptyModelResponseError as EmptyModelResponseError
     from verifiers.errors import EndpointError as EndpointError
@@ -262,9 +262,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.utils.config_utils import MissingKeyError as MissingKeyError
     from verifiers.utils.config_utils import ensure_keys as ensure_keys
     from verifiers.utils.data_utils import load_example_dataset as load_example_dataset
+    from verifiers.utils.logging_utils import log_level as log_level
     from verifiers.utils.logging_utils import (
         print_prompt_completions_sample as print_prompt_completions_sample,
     )
-    from verifiers.utils.logging_utils import log_level as log_level
     from verifiers.utils.logging_utils import quiet_verifiers as quiet_verifiers
     from verifiers.utils.logging_utils import setup_logging as setup_logging

@@ -158,7 +158,11 @@ class GenericContentPart(CustomBaseModel):
 
 
 ContentPart: TypeAlias = (
-    TextContentPart | ImageUrlContentPart | InputAudioContentPart | GenericContentPart | dict
+    TextContentPart
+    | ImageUrlContentPart
+    | InputAudioContentPart
+    | GenericContentPart
+    | dict[str, Any]
 )
 MessageContent: TypeAlias = str | list[ContentPart]
 

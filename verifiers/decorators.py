@@ -95,9 +95,9 @@ def reward(
     ``reward_priority`` and ``reward_stage`` on the function."""
 
     def mark(f: F) -> F:
-        for attr, value in (("", True), ("_weight", weight), ("_priority", priority)):
-            setattr(f, f"reward{attr}", value)
-        setattr(f, "reward_stage", stage)
+        marks = {"": True, "_weight": weight, "_priority": priority, "_stage": stage}
+        for suffix, value in marks.items():
+            setattr(f, f"reward{suffix}", value)
         return f
 
     return mark(func) if func is not None else mark

@@ -72,12 +72,16 @@ def test_a_class_without_step_is_a_clear_error() -> None:
 
 async def test_reasoning_gym_env_scores_with_reasoning_gym() -> None:
     pytest.importorskip("reasoning_gym")
-    env = vf.ReasoningGymEnv(gym="basic_arithmetic", num_train_examples=2, num_eval_examples=1)
-    rows = env.get_rows("train")
+    env = vf.ReasoningGymEnv(gym="basic_arithmetic", num_train_examples=1, num_eval_examples=2)
+    rows = env.get_rows("eval")  # evaluation runs the eval split: generated after the train rows
+    assert [r["answer"] for r in rows] == ["1", "2"]
     entries = [env.rg_dataset[int(r["answer"])] for r in rows]
     replies = [f"<answer>{entries[0]['answer']}</answer>", "<answer>not a number</answer>"]
     result = await env.evaluate(
-        client=ScriptedClient(replies), model="m", num_examples=2, rollouts_per_example=1,
+        client=ScriptedClient(replies),
+        model="m",
+        num_examples=2,
+        rollouts_per_example=1,
         max_concurrent=1,
     )
     assert [r["reward"] for r in result.records] == [1.0, 0.0]

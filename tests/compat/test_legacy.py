@@ -17,9 +17,10 @@ def test_legacy_answers_the_top_level_names() -> None:
 
 
 def test_legacy_module_paths_are_the_same_modules() -> None:
-    import verifiers.envs.tool_env
     import verifiers.legacy.envs.tool_env
     import verifiers.legacy.types
+
+    import verifiers.envs.tool_env
     import verifiers.types
 
     assert verifiers.legacy.types is verifiers.types

@@ -73,13 +73,15 @@ async def test_tools_from_a_real_server(transport: str, request: pytest.FixtureR
         assert record["error"] is None, record["error"]
         tool_messages = [m for m in record["completion"] if m["role"] == "tool"]
         assert tool_messages[0]["content"] == "5"
-        assert "not today" in tool_messages[1]["content"]  # the server's error, to the model
+        # the server's error result reaches the model through error_formatter
+        assert tool_messages[1]["content"].startswith("Error: ")
+        assert "refuse" in tool_messages[1]["content"]
         assert record["reward"] == 1.0
         assert record["metrics"]["add_calls"] == 1.0
         assert record["metrics"]["total_tool_calls"] == 2.0
     finally:
         await env.close()
-    assert not env._thread.is_alive()
+    assert not env._mcp_thread.is_alive()
 
 
 def test_a_server_that_cannot_start_is_a_clear_error() -> None:

@@ -19,7 +19,9 @@ from verifiers.testing import ScriptedClient
 def test_message_classes_answer_keys_and_attributes() -> None:
     m = vf.AssistantMessage(
         content="hi",
-        tool_calls=[{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}],
+        tool_calls=[
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+        ],
     )
     assert m.role == m["role"] == "assistant" and m.content == m["content"] == "hi"
     call = m.tool_calls[0]
@@ -46,11 +48,15 @@ def test_classic_flat_tool_call_constructor_builds_the_openai_shape() -> None:
 
 
 def test_messages_serialise_as_plain_json_and_survive_copies() -> None:
-    m = vf.AssistantMessage(content=None, tool_calls=[vf.ToolCall(id="i", name="f", arguments="{}")])
+    m = vf.AssistantMessage(
+        content=None, tool_calls=[vf.ToolCall(id="i", name="f", arguments="{}")]
+    )
     plain = {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "i", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        "tool_calls": [
+            {"id": "i", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
     }
     assert json.loads(json.dumps(m)) == plain
     assert orjson.loads(orjson.dumps(m)) == plain
@@ -67,7 +73,11 @@ def test_wire_decoding_gives_message_objects() -> None:
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {"id": "t", "type": "function", "function": {"name": "g", "arguments": "{}"}}
+                        {
+                            "id": "t",
+                            "type": "function",
+                            "function": {"name": "g", "arguments": "{}"},
+                        }
                     ],
                 },
                 "finish_reason": "tool_calls",
@@ -107,9 +117,7 @@ def _echo(text: str) -> str:
 
 async def test_rewards_written_either_way_agree(tmp_path: Any) -> None:
     rubric = vf.Rubric(funcs=[_reads_attributes, _reads_keys])
-    env = vf.ToolEnv(
-        dataset=[{"question": "say 42", "answer": "42"}], tools=[_echo], rubric=rubric
-    )
+    env = vf.ToolEnv(dataset=[{"question": "say 42", "answer": "42"}], tools=[_echo], rubric=rubric)
     client = ScriptedClient(
         [{"content": None, "tool_calls": [{"name": "_echo", "arguments": {"text": "x"}}]}, "42"]
     )

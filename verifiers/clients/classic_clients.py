@@ -13,7 +13,7 @@ from typing import Any
 
 from verifiers.clients.openai_client import OpenAIClient
 from verifiers.errors import ConfigError
-from verifiers.types import MessageType, Messages, ModelResponse, SamplingArgs
+from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs
 
 __all__ = [
     "AnthropicMessagesClient",

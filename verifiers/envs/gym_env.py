@@ -103,8 +103,7 @@ class GymEnv(MultiTurnEnv):
         env = self.env_cls(**self.env_kwargs)
         if not callable(getattr(env, "reset", None)) or not callable(getattr(env, "step", None)):
             raise ConfigError(
-                f"{type(env).__name__} has no reset()/step(): GymEnv needs a Gym-style "
-                "environment"
+                f"{type(env).__name__} has no reset()/step(): GymEnv needs a Gym-style environment"
             )
         return env
 

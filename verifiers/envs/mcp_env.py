@@ -113,9 +113,16 @@ class MCPServerConnection:
             from mcp.client.sse import sse_client
 
             return sse_client(str(cfg.url), headers=cfg.headers or None)
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client import streamable_http
 
-        return streamablehttp_client(str(cfg.url), headers=cfg.headers or None)
+        if hasattr(streamable_http, "streamablehttp_client"):  # mcp 1.x
+            return streamable_http.streamablehttp_client(str(cfg.url), headers=cfg.headers or None)
+        # mcp 2.x: headers go on the HTTP client
+        http_client = None
+        if cfg.headers:
+            make_client = getattr(streamable_http, "create_mcp_http_client")  # noqa: B009
+            http_client = make_client(headers=dict(cfg.headers))
+        return streamable_http.streamable_http_client(str(cfg.url), http_client=http_client)
 
     async def connect(self) -> dict[str, Any]:
         """Open the session and list the tools (runs on the background loop)."""
@@ -142,11 +149,13 @@ class MCPServerConnection:
                     self.session = session
                     self._ready.set()
                     await self._stop.wait()
-        except BaseException as e:  # noqa: BLE001 - reported through connect()
+        except BaseException as e:  # reported through connect() while connecting
             if not self._ready.is_set():
                 self._error = e
             elif not isinstance(e, asyncio.CancelledError):
                 logger.warning("MCP server %r closed: %s", self.config.name, e)
+            if not isinstance(e, Exception):  # cancellation, interpreter exit: pass it on
+                raise
         finally:
             self.session = None
             self._ready.set()
@@ -161,7 +170,7 @@ class MCPServerConnection:
             text = getattr(item, "text", None)
             parts.append(text if isinstance(text, str) else str(item))
         text = "\n".join(parts) if parts else "(no result)"
-        if getattr(result, "isError", False):
+        if getattr(result, "is_error", None) or getattr(result, "isError", None):
             raise ToolCallError(text)
         return text
 
@@ -186,11 +195,15 @@ class MCPToolWrapper:
 
     async def __call__(self, **kwargs: Any) -> str:
         connection = self._env.server_connections[self.server_name]
-        return await self._env._on_loop(connection.call_tool(self.tool.name, kwargs))
+        text: str = await self._env._on_loop(connection.call_tool(self.tool.name, kwargs))
+        return text
 
     def to_tool_def(self) -> dict[str, Any]:
         """The OpenAI function schema (the server's input schema, as given)."""
-        parameters = self.tool.inputSchema or {"type": "object", "properties": {}}
+        schema = getattr(self.tool, "input_schema", None)  # mcp 2.x
+        if schema is None:
+            schema = getattr(self.tool, "inputSchema", None)  # mcp 1.x
+        parameters = schema or {"type": "object", "properties": {}}
         return {
             "type": "function",
             "function": {
@@ -228,13 +241,13 @@ class MCPEnv(ToolEnv):
         self.server_connections: dict[str, MCPServerConnection] = {}
         self.mcp_tools: dict[str, MCPToolWrapper] = {}
         super().__init__(max_turns=max_turns, error_formatter=error_formatter, **kwargs)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="verifiers-mcp", daemon=True
+        self._mcp_loop = asyncio.new_event_loop()
+        self._mcp_thread = threading.Thread(
+            target=self._mcp_loop.run_forever, name="verifiers-mcp", daemon=True
         )
-        self._thread.start()
+        self._mcp_thread.start()
         try:
-            future = asyncio.run_coroutine_threadsafe(self._connect_all(), self._loop)
+            future = asyncio.run_coroutine_threadsafe(self._connect_all(), self._mcp_loop)
             wrappers = future.result(timeout=connect_timeout)
         except BaseException:
             self._shutdown()
@@ -255,10 +268,10 @@ class MCPEnv(ToolEnv):
 
     async def _on_loop(self, coro: Any) -> Any:
         """Run ``coro`` on the background loop and await it from the caller's loop."""
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._mcp_loop))
 
     def _shutdown(self) -> None:
-        if not self._thread.is_alive():
+        if not self._mcp_thread.is_alive():
             return
 
         async def disconnect_all() -> None:
@@ -266,10 +279,10 @@ class MCPEnv(ToolEnv):
                 await connection.disconnect()
 
         try:
-            asyncio.run_coroutine_threadsafe(disconnect_all(), self._loop).result(timeout=15)
+            asyncio.run_coroutine_threadsafe(disconnect_all(), self._mcp_loop).result(timeout=15)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
+            self._mcp_loop.call_soon_threadsafe(self._mcp_loop.stop)
+            self._mcp_thread.join(timeout=5)
             self.server_connections.clear()
             self.mcp_tools.clear()
 

@@ -45,7 +45,9 @@ class BrowserEnv(_NeedsService):
         "a remote browser service (Browserbase: BROWSERBASE_API_KEY and a project id) driven "
         "through Stagehand, plus a model API key for the DOM mode"
     )
-    instead = "Expose the pages the task needs as tools of a vf.ToolEnv or an MCP server (vf.MCPEnv)."
+    instead = (
+        "Expose the pages the task needs as tools of a vf.ToolEnv or an MCP server (vf.MCPEnv)."
+    )
 
 
 class CliAgentEnv(_NeedsService):

@@ -58,12 +58,18 @@ def normalize_messages(value: MessageInput, *, field_name: str = "messages") -> 
         raise ConfigError(
             f"{field_name} must be text or a list of messages, not {type(value).__name__}"
         )
-    return [from_raw_message(m) for m in value]
+    out = []
+    for m in value:
+        if not isinstance(m, Mapping):
+            raise ConfigError(
+                f"{field_name} must hold messages (mappings with a 'role'), got "
+                f"{type(m).__name__}: {str(m)[:80]}"
+            )
+        out.append(from_raw_message(m))
+    return out
 
 
-def maybe_normalize_messages(
-    value: Any, *, field_name: str = "messages"
-) -> list[ChatMessage]:
+def maybe_normalize_messages(value: Any, *, field_name: str = "messages") -> list[ChatMessage]:
     """:func:`normalize_messages` unless ``value`` already holds message objects only."""
     if isinstance(value, list) and all(isinstance(m, ChatMessage) for m in value):
         return value
@@ -160,8 +166,7 @@ def format_messages(messages: Any) -> str:
         content = m.get("content") if isinstance(m, Mapping) else getattr(m, "content", "")
         if isinstance(content, list):
             content = " ".join(
-                str(p.get("text", "[media]")) if isinstance(p, Mapping) else str(p)
-                for p in content
+                str(p.get("text", "[media]")) if isinstance(p, Mapping) else str(p) for p in content
             )
         lines = [f"{role}: {content or ''}"]
         for call in (m.get("tool_calls") if isinstance(m, Mapping) else None) or []:

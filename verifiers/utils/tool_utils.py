@@ -8,7 +8,11 @@ from typing import Any
 from verifiers.classic_types import Tool
 from verifiers.utils.tool_schema import function_to_tool_schema
 
-__all__ = ["VALID_TOOL_CONTENT_PART_TYPES", "convert_func_to_tool_def", "is_valid_tool_content_parts"]
+__all__ = [
+    "VALID_TOOL_CONTENT_PART_TYPES",
+    "convert_func_to_tool_def",
+    "is_valid_tool_content_parts",
+]
 
 VALID_TOOL_CONTENT_PART_TYPES = frozenset({"text", "image_url"})
 
