@@ -28,8 +28,54 @@ from verifiers.messages import (
     as_message,
 )
 
+# served by __getattr__ from verifiers.classic_models (pydantic), imported on first use
+_classic_models = (
+    "ClientConfig",
+    "ContentPart",
+    "CustomBaseModel",
+    "EndpointClientConfig",
+    "EvalConfig",
+    "EvalRunConfig",
+    "GenericContentPart",
+    "ImageUrlContentPart",
+    "ImageUrlSource",
+    "InputAudioContentPart",
+    "InputAudioSource",
+    "MessageContent",
+    "Response",
+    "ResponseMessage",
+    "ResponseTokens",
+    "RolloutTiming",
+    "TextContentPart",
+    "TimeSpan",
+    "TimeSpans",
+    "Tool",
+    "ToolLike",
+)
+
 if TYPE_CHECKING:
-    from verifiers.clients.endpoints import EndpointConfig
+    from verifiers.classic_models import ClientConfig as ClientConfig
+    from verifiers.classic_models import ContentPart as ContentPart
+    from verifiers.classic_models import CustomBaseModel as CustomBaseModel
+    from verifiers.classic_models import EndpointClientConfig as EndpointClientConfig
+    from verifiers.classic_models import EvalConfig as EvalConfig
+    from verifiers.classic_models import EvalRunConfig as EvalRunConfig
+    from verifiers.classic_models import GenericContentPart as GenericContentPart
+    from verifiers.classic_models import ImageUrlContentPart as ImageUrlContentPart
+    from verifiers.classic_models import ImageUrlSource as ImageUrlSource
+    from verifiers.classic_models import InputAudioContentPart as InputAudioContentPart
+    from verifiers.classic_models import InputAudioSource as InputAudioSource
+    from verifiers.classic_models import MessageContent as MessageContent
+    from verifiers.classic_models import Response as Response
+    from verifiers.classic_models import ResponseMessage as ResponseMessage
+    from verifiers.classic_models import ResponseTokens as ResponseTokens
+    from verifiers.classic_models import RolloutTiming as RolloutTiming
+    from verifiers.classic_models import TextContentPart as TextContentPart
+    from verifiers.classic_models import TimeSpan as TimeSpan
+    from verifiers.classic_models import TimeSpans as TimeSpans
+    from verifiers.classic_models import Tool as Tool
+    from verifiers.classic_models import ToolLike as ToolLike
+    from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
 
 __all__ = [
     "AssistantMessage",
@@ -42,6 +88,7 @@ __all__ = [
     "ToolMessage",
     "UserMessage",
     *_classic_all,
+    *_classic_models,
     "Info",
     "Message",
     "MessageType",
@@ -154,10 +201,16 @@ Endpoints = dict[str, list["EndpointConfig"]]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "EndpointConfig":  # defined with the clients; imported on first use
+    # imported on first use: the endpoint record lives with the clients; the classic pydantic
+    # models cost an import of pydantic that the hot path does not need
+    if name == "EndpointConfig":
         from verifiers.clients.endpoints import EndpointConfig
 
         return EndpointConfig
+    if name in _classic_models:
+        import verifiers.classic_models
+
+        return getattr(verifiers.classic_models, name)
     raise AttributeError(f"module 'verifiers.types' has no attribute {name!r}")
 
 

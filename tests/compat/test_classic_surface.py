@@ -109,3 +109,16 @@ def test_classic_names_keep_import_verifiers_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_classic_pydantic_models_load_on_first_use() -> None:
+    import verifiers.classic_models
+    import verifiers.types
+
+    assert set(verifiers.types._classic_models) == set(verifiers.classic_models.__all__)
+    code = (
+        "import sys, verifiers.types as t; before = 'pydantic' in sys.modules; "
+        "t.Tool; print(before, 'pydantic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
