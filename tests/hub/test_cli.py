@@ -35,6 +35,7 @@ def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path)
             "--admin",
             "--data-dir",
             str(data),
+            "--init",
         ],
         capture_output=True,
         text=True,
@@ -53,6 +54,49 @@ def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path)
     service = open_service(Settings(data_dir=data))
     assert service.authenticate(token).is_admin
     service.engine.dispose()
+
+
+def test_admin_commands_refuse_a_data_dir_without_a_hub(hub: Hub, tmp_path: Path) -> None:
+    typo = tmp_path / "typo"
+    for cmd in (
+        ["hub", "user", "create", "bob"],
+        ["hub", "gc"],
+        ["hub", "migrate"],
+    ):
+        code, out, err = vf([*cmd, "--data-dir", str(typo)], {})
+        assert code == 1, (cmd, out, err)
+        assert f"no hub in {typo}" in err and "--init" in err, err
+        assert not typo.exists(), cmd  # nothing was created
+    code, out, err = vf(["hub", "user", "create", "bob", "--data-dir", str(typo), "--init"], {})
+    assert code == 0, err
+    assert f"data: {typo}" in err  # the command says which hub it used
+    code, out, err = vf(["hub", "gc", "--data-dir", str(typo)], {})
+    assert code == 0 and f"data: {typo}" in err
+
+
+def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_path: Path) -> None:
+    import re
+
+    import httpx
+
+    cmd = [sys.executable, "-c", "from cli.main import main; main()", "hub", "serve"]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "2", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"serving on (http://127\.0\.0\.1:(\d+))", line)
+        assert found and found.group(2) != "0", line
+        for raw in proc.stderr:  # wait until a worker answers
+            if "Application startup complete" in raw or "Started server" in raw:
+                break
+        assert httpx.get(found.group(1) + "/healthz", timeout=30).json() == {"status": "ok"}
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_login_whoami_logout_and_env_overrides(
