@@ -58,7 +58,7 @@ class HubClient:
         except Exception:
             message = resp.text.strip()[:300] or resp.reason_phrase
         hint = None
-        if resp.status_code == 401:
+        if resp.status_code == 401 and "vf login" not in message:
             hint = "log in with `vf login --url URL --token TOKEN` (or set VF_HUB_TOKEN)"
         return CLIError(f"hub: {message} (HTTP {resp.status_code})", hint)
 

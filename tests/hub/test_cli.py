@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -120,6 +121,28 @@ def test_login_whoami_logout_and_env_overrides(
     assert code == 1 and "unknown token" in err
     code, _, err = vf(["whoami"], {**cfg, "VF_HUB_URL": "http://127.0.0.1:9", "VF_HUB_TOKEN": "x"})
     assert code == 1 and "cannot reach the hub" in err and "Traceback" not in err
+
+
+def test_login_without_a_terminal_reads_piped_stdin_or_names_the_fix(
+    hub: Hub, cfg: dict[str, str]
+) -> None:
+    _, token = hub.new_user()
+    cmd = [sys.executable, "-c", "from cli.main import main; main()", "login"]
+    env = {**os.environ, **cfg, "VF_HUB_URL": hub.url}
+    r = subprocess.run(cmd, input="", capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 1
+    assert "GetPassWarning" not in r.stderr and "Abort" not in r.stderr, r.stderr
+    assert "no token given" in r.stderr and "--token" in r.stderr
+    # --url defaults like the other commands (VF_HUB_URL here); the token comes from stdin
+    r = subprocess.run(cmd, input=token + "\n", capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"logged in to {hub.url}" in r.stdout
+
+
+def test_login_with_a_bad_token_gives_one_hint(hub: Hub, cfg: dict[str, str]) -> None:
+    code, _, err = vf(["login", "--url", hub.url, "--token", "vfh_wrong"], cfg)
+    assert code == 1 and "does not accept this token" in err
+    assert err.count("vf login") <= 1, err
 
 
 def test_token_create_list_revoke(hub: Hub, cfg: dict[str, str]) -> None:
