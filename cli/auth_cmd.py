@@ -152,6 +152,9 @@ def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
     if as_json:
         typer.echo(json.dumps([t.model_dump(mode="json") for t in tokens], indent=2))
         return
+    from cli._common import format_table, plural
+
+    rows = []
     for t in tokens:
         state = (
             "revoked"
@@ -159,9 +162,10 @@ def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
             else (f"expires {t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
         )
         limits = " ".join(x for x in (t.owner or "", ",".join(t.projects or [])) if x)
-        typer.echo(
-            f"{t.id:>5}  {t.name:<20} {','.join(t.scopes):<28} {state:<18} {limits}".rstrip()
-        )
+        rows.append([str(t.id), t.name, ",".join(t.scopes), state, limits or "-"])
+    for line in format_table(["ID", "NAME", "SCOPES", "STATE", "RESTRICTED TO"], rows):
+        typer.echo(line)
+    typer.echo(f"({plural(len(tokens), 'token')})")
 
 
 @token_app.command("revoke")

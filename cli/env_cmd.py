@@ -176,18 +176,26 @@ def info(spec: str = typer.Argument(..., help="OWNER/NAME"), as_json: bool = _JS
 
 
 def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: int) -> None:
+    from cli._common import format_table, plural
+
     if not items:
         typer.echo("no environments found")
         return
-    for p in items:
-        lock = " (private)" if p.private else ""
-        tags = f"  [{', '.join(p.tags)}]" if p.tags else ""
-        typer.echo(
-            f"{p.owner}/{p.name}@{p.latest_version or '-'}{lock}  {p.summary or ''}{tags}".rstrip()
-        )
+    rows = [
+        [
+            f"{p.owner}/{p.name}",
+            p.latest_version or "-",
+            "private" if p.private else "public",
+            ", ".join(p.tags),
+            p.summary or "",
+        ]
+        for p in items
+    ]
+    for text in format_table(["ENVIRONMENT", "LATEST", "VISIBILITY", "TAGS", "SUMMARY"], rows):
+        typer.echo(text)
     shown = (page - 1) * per_page + len(items)
-    if shown < total:
-        typer.echo(f"({shown} of {total}; next: --page {page + 1})")
+    more = f"; next: --page {page + 1}" if shown < total else ""
+    typer.echo(f"({len(items)} shown of {plural(total, 'environment')}{more})")
 
 
 @app.command("list")

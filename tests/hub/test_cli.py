@@ -152,6 +152,11 @@ def test_token_create_list_revoke(hub: Hub, cfg: dict[str, str]) -> None:
     assert code == 0, err
     secret = out.strip().splitlines()[-1]
     assert secret.startswith("vfh_")
+    code, out, _ = vf(["token", "list"], env)
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "NAME", "SCOPES", "STATE", "RESTRICTED", "TO"]
+    assert any(line.split()[1:3] == ["ci", "read"] for line in lines[2:-1])
+    assert lines[-1] == f"({len(lines) - 3} tokens)" and secret not in out
     code, out, _ = vf(["token", "list", "--json"], env)
     tokens = json.loads(out)
     ci = next(t for t in tokens if t["name"] == "ci")
@@ -195,7 +200,10 @@ def test_init_build_push_info_list_search_yank(
     }
     assert "single-turn" in info["tags"]
     code, out, _ = vf(["env", "list", "--owner", user], env)
-    assert f"{user}/{name}@0.1.0" in out
+    lines = out.splitlines()
+    assert lines[0].split() == ["ENVIRONMENT", "LATEST", "VISIBILITY", "TAGS", "SUMMARY"]
+    assert lines[2].split()[:3] == [f"{user}/{name}", "0.1.0", "public"]
+    assert lines[-1] == "(1 shown of 1 environment)"
     code, out, _ = vf(["env", "search", name[-8:]], env)
     assert f"{user}/{name}" in out
     code, out, _ = vf(["env", "search", "single-turn", "--json"], env)
