@@ -198,6 +198,39 @@ def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: in
     typer.echo(f"({len(items)} shown of {plural(total, 'environment')}{more})")
 
 
+@app.command("uninstall")
+@handle_errors
+def uninstall(
+    spec: str = typer.Argument(..., help="OWNER/NAME or NAME of an installed environment"),
+) -> None:
+    """Remove an installed environment package from this Python."""
+    import importlib.metadata
+    import importlib.util
+    import shutil
+    import subprocess
+    import sys
+
+    name = spec.split("@", 1)[0].rsplit("/", 1)[-1]
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise CLIError(
+            f"{name} is not installed in this Python ({sys.executable})",
+            "see what is installed with: pip list",
+        ) from None
+    if importlib.util.find_spec("pip") is not None:
+        cmd = [sys.executable, "-m", "pip", "uninstall", "-y", "-q", name]
+    elif uv := shutil.which("uv"):
+        cmd = [uv, "pip", "uninstall", "--python", sys.executable, name]
+    else:
+        raise CLIError("neither pip nor uv is available to uninstall packages")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise CLIError(f"could not uninstall {name}: {detail[-1] if detail else 'pip failed'}")
+    typer.echo(f"uninstalled {name} {version}")
+
+
 @app.command("list")
 @handle_errors
 def list_(

@@ -261,6 +261,11 @@ def test_env_install_pins_version_into_current_interpreter(
     assert r.returncode == 1 and "no environment" in r.stderr
     r = vf_in(py, ["env", "install", f"{owner}/{name}@7.0"], env)
     assert r.returncode == 1 and "no version 7.0" in r.stderr
+    r = vf_in(py, ["env", "uninstall", f"{owner}/{name}"], env)
+    assert r.returncode == 0 and f"uninstalled {name} 1.2.0" in r.stdout, r.stderr
+    assert subprocess.run(check, capture_output=True, text=True).returncode != 0
+    r = vf_in(py, ["env", "uninstall", f"{owner}/{name}"], env)
+    assert r.returncode == 1 and "is not installed" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_env_install_ignores_configured_extra_indexes_and_find_links(
