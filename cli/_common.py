@@ -106,3 +106,20 @@ def format_table(headers: list[str], rows: list[list[str]]) -> list[str]:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def plain_usage_lines() -> None:
+    """Usage lines in the usual Unix form: ``vf eval [OPTIONS] ENV_ID``, not ``{env_id}``.
+
+    Typer writes a required argument as ``{name}`` in usage lines; this makes it ``NAME`` (and
+    an optional one ``[NAME]``), the form man pages and ``--help`` of other tools use.
+    """
+    from typer.core import TyperArgument
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.metavar or (self.name or "").upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 and not name.endswith("...") else "")
+
+    if hasattr(TyperArgument, "_usage_display_name"):
+        TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]

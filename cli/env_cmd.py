@@ -236,8 +236,8 @@ def uninstall(
 def list_(
     owner: str = typer.Option(None, "--owner", help="Only this namespace"),
     tag: str = typer.Option(None, "--tag", help="Only environments with this tag"),
-    page: int = typer.Option(1, "--page", min=1),
-    per_page: int = typer.Option(20, "--per-page", min=1, max=100),
+    page: int = typer.Option(1, "--page", min=1, help="Page of results to show"),
+    per_page: int = typer.Option(20, "--per-page", min=1, max=100, help="Results per page"),
     as_json: bool = _JSON,
 ) -> None:
     """List environments on the hub."""
@@ -254,9 +254,9 @@ def list_(
 @handle_errors
 def search(
     query: str = typer.Argument(..., help="Text to look for in names, summaries and tags"),
-    tag: str = typer.Option(None, "--tag"),
-    page: int = typer.Option(1, "--page", min=1),
-    per_page: int = typer.Option(20, "--per-page", min=1, max=100),
+    tag: str = typer.Option(None, "--tag", help="Only environments with this tag"),
+    page: int = typer.Option(1, "--page", min=1, help="Page of results to show"),
+    per_page: int = typer.Option(20, "--per-page", min=1, max=100, help="Results per page"),
     as_json: bool = _JSON,
 ) -> None:
     """Search environments on the hub."""

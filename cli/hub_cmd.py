@@ -147,7 +147,9 @@ def serve(
     data_dir: Path = _DATA_DIR,
     database_url: str = _DB_URL,
     workers: int = typer.Option(1, "--workers", min=1, help="Server processes"),
-    log_level: str = typer.Option("info", "--log-level"),
+    log_level: str = typer.Option(
+        "info", "--log-level", help="Server log level: critical, error, warning, info or debug"
+    ),
 ) -> None:
     """Run the hub (migrates the database first). Other settings: VF_HUB_* variables."""
     import os
