@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cli._common import CLIError, handle_errors
+from cli._common import CLIError, handle_errors, plural
 
 if TYPE_CHECKING:
     from hub_server.settings import Settings
@@ -251,7 +251,7 @@ def gc(
     for key in deleted:
         typer.echo(key)
     verb = "would delete" if dry_run else "deleted"
-    typer.echo(f"{verb} {len(deleted)} unreferenced blob(s)", err=True)
+    typer.echo(f"{verb} {plural(len(deleted), 'unreferenced blob')}", err=True)
 
 
 @app.command("migrate")
