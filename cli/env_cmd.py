@@ -285,6 +285,32 @@ def yank(
     typer.echo(f"yanked {owner}/{name}@{rel.version}" + (f" ({reason})" if reason else ""))
 
 
+@app.command("delete")
+@handle_errors
+def delete(
+    spec: str = typer.Argument(..., help="OWNER/NAME@VERSION"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation"),
+) -> None:
+    """Delete a version and its files (admins). Prefer `vf env yank`: a deleted version's
+    filenames can never be uploaded again."""
+    import sys
+
+    from cli.hub_client import HubClient
+    from cli.hub_envs import parse_spec
+
+    owner, name, version = parse_spec(spec, need_version=True)
+    assert version is not None
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(
+                f"deleting {owner}/{name}@{version} needs confirmation",
+                "pass --yes (or run it in a terminal)",
+            )
+        typer.confirm(f"delete {owner}/{name}@{version} and its files for good?", abort=True)
+    files = HubClient().delete_release(owner, name, version)
+    typer.echo(f"deleted {owner}/{name}@{version} ({', '.join(files) or 'no files'})")
+
+
 @app.command("unyank")
 @handle_errors
 def unyank(spec: str = typer.Argument(..., help="OWNER/NAME@VERSION")) -> None:

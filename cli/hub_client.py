@@ -127,6 +127,12 @@ class HubClient:
             data = self.request("POST", path + "unyank", auth=True)
         return s.ReleaseOut.model_validate(data)
 
+    def delete_release(self, owner: str, name: str, version: str) -> list[str]:
+        """Delete a release (admins); its filenames stay burned. Returns the deleted files."""
+        path = f"/api/v1/projects/{quote(owner)}/{quote(name)}/versions/{quote(version)}"
+        data = self.request("DELETE", path, auth=True)
+        return list(data.get("deleted", []))
+
     def index_url(self, owner: str, name: str, *, with_token: bool = True) -> str:
         """The project-scoped simple index (it can never shadow a dependency)."""
         base = self.url

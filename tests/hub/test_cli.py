@@ -218,6 +218,27 @@ def test_init_build_push_info_list_search_yank(
     assert code == 1 and "needs a version" in err
 
 
+def test_env_delete_is_for_admins_and_asks_first(hub: Hub, cfg: dict[str, str]) -> None:
+    user, token = hub.new_user()
+    name = hub.unique("del-env")
+    assert hub.upload(hub.wheel(name, "1.0.0"), token).status_code == 200
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    code, _, err = vf(["env", "delete", f"{user}/{name}@1.0.0"], env)
+    assert code == 1 and "needs confirmation" in err and "--yes" in err
+    code, _, err = vf(["env", "delete", f"{user}/{name}@1.0.0", "--yes"], env)
+    assert code == 1 and "HTTP 403" in err  # the owner may yank, only an admin deletes
+    _, admin_token = hub.service.create_user(hub.unique("admin"), admin=True)
+    admin = {**env, "VF_HUB_TOKEN": admin_token}
+    code, out, err = vf(["env", "delete", f"{user}/{name}@1.0.0", "--yes"], admin)
+    assert code == 0, err
+    assert out.startswith(f"deleted {user}/{name}@1.0.0 (") and ".whl" in out
+    code, out, err = vf(["env", "info", f"{user}/{name}", "--json"], env)
+    if code == 0:  # the project stays, without the version
+        assert all(r["version"] != "1.0.0" for r in json.loads(out)["releases"])
+    else:
+        assert "no environment" in err
+
+
 def test_cli_errors_are_one_clear_line(hub: Hub, cfg: dict[str, str], tmp_path: Path) -> None:
     _, token = hub.new_user()
     env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
