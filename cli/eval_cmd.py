@@ -99,14 +99,47 @@ def _resolve_endpoint(
     return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
 
 
-def _load(env_id: str, env_kwargs: dict[str, Any]) -> Any:
-    """The environment for ``ENV_ID``: an installed id, or a package directory (not installed)."""
+def _load(env_id: str, env_kwargs: dict[str, Any], install: bool) -> Any:
+    """The environment for ``ENV_ID``: an installed id, or a package directory (not installed).
+
+    ``OWNER/NAME`` that is not installed is installed from the configured hub when ``install``
+    is set, or after a yes on a terminal.
+    """
     import verifiers as vf
     from verifiers.loading import load_environment_from_directory
 
     if Path(env_id).is_dir():
         return load_environment_from_directory(env_id, **env_kwargs)
+    try:
+        return vf.load_environment(env_id, **env_kwargs)
+    except vf.EnvironmentNotFoundError as e:
+        if "/" not in env_id:
+            raise
+        if not (install or _confirm_install(env_id)):
+            raise CLIError(
+                str(e), hint="or add --install to install it from the hub now", exit_code=2
+            ) from None
+    from cli import env_cmd
+
+    env_cmd.install(spec=env_id, no_deps=False)
+    import importlib
+
+    importlib.invalidate_caches()
     return vf.load_environment(env_id, **env_kwargs)
+
+
+def _confirm_install(env_id: str) -> bool:
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    from cli.hub_config import hub_target
+
+    return bool(
+        typer.confirm(
+            f"{env_id} is not installed; install it from {hub_target().url}?",
+            default=True,
+            err=True,
+        )
+    )
 
 
 def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int) -> None:
@@ -199,6 +232,11 @@ def eval_command(
         max=1.0,
         help="Exit 1 when more than this fraction of rollouts errored (default: only when all did).",
     ),
+    install: bool = typer.Option(
+        False,
+        "--install",
+        help="Install OWNER/NAME from the configured hub when it is not installed (no prompt).",
+    ),
     samples: int = typer.Option(
         3, "--samples", min=0, help="Sample rollouts to print after the summary (0: none)."
     ),
@@ -229,7 +267,7 @@ def eval_command(
     _check_counts(num_examples, rollouts_per_example, max_concurrent)
 
     def execute() -> vf.EvalResult:
-        env = _load(env_id, env_kwargs)
+        env = _load(env_id, env_kwargs, install)
         defaults = eval_defaults(env_id)
         n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
         r = (

@@ -289,6 +289,35 @@ def test_env_install_pins_version_into_current_interpreter(
     assert r.returncode == 1 and "is not installed" in r.stderr and "Traceback" not in r.stderr
 
 
+ORACLE_ENV = """
+import verifiers as vf
+
+def load_environment(**kwargs):
+    rows = [{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": "6"}]
+
+    def exact(completion, answer) -> float:
+        return float(completion[-1]["content"] == answer)
+
+    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]), **kwargs)
+"""
+
+
+def test_vf_eval_owner_name_installs_from_the_hub_when_asked(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("eval-inst")
+    assert hub.upload(hub.wheel(name, "1.0.0", module_body=ORACLE_ENV), token).status_code == 200
+    py = fresh_venv(tmp_path / "venv")
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    args = [f"{owner}/{name}", "-m", "oracle", "-n", "2", "-r", "1"]
+    r = vf_in(py, args, env, entry="eval_main")  # no terminal: no prompt, a clear next step
+    assert r.returncode == 2 and "--install" in r.stderr, r.stderr
+    r = vf_in(py, [*args, "--install"], env, entry="eval_main")
+    assert r.returncode == 0, r.stderr
+    assert f"installed {owner}/{name}==1.0.0" in r.stdout and "1.0000" in r.stdout
+
+
 def test_env_install_ignores_configured_extra_indexes_and_find_links(
     hub: Hub, cfg: dict[str, str], tmp_path: Path
 ) -> None:
