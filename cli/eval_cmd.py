@@ -105,8 +105,8 @@ def eval_command(
         "-r",
         help="Rollouts per example (default from the env or 3).",
     ),
-    max_concurrent: int = typer.Option(
-        32, "--max-concurrent", "-c", help="Rollouts in flight at once."
+    max_concurrent: int | None = typer.Option(
+        None, "--max-concurrent", "-c", help="Rollouts in flight at once (default 32)."
     ),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", "-t", help="Max tokens per model call."
@@ -154,7 +154,6 @@ def eval_command(
     import logging
 
     import verifiers as vf
-    from verifiers.loading import eval_defaults
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr)
     env_kwargs = _json_arg(env_args, "--env-args")
@@ -170,17 +169,14 @@ def eval_command(
 
     def execute() -> vf.EvalResult:
         env = vf.load_environment(env_id, **env_kwargs)
-        defaults = eval_defaults(env_id)
-        n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
-        r = (
-            rollouts_per_example
-            if rollouts_per_example is not None
-            else int(defaults.get("rollouts_per_example", 3))
-        )
-        for key in ("max_tokens", "temperature"):
-            if key in defaults and key not in sampling:
-                sampling[key] = defaults[key]
-
+        # only what the user gave: the library applies the defaults (the environment's
+        # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
+        given: dict[str, Any] = {
+            "num_examples": num_examples,
+            "rollouts_per_example": rollouts_per_example,
+        }
+        if max_concurrent is not None:
+            given["max_concurrent"] = max_concurrent
         retry = vf.RetryPolicy(max_retries=max_retries)
         client: Any
         endpoint: str | None
@@ -199,9 +195,6 @@ def eval_command(
                     env,
                     client,
                     model_name,
-                    num_examples=n,
-                    rollouts_per_example=r,
-                    max_concurrent=max_concurrent,
                     sampling_args=sampling,
                     save_results=save_results or resume or output_dir is not None,
                     output_dir=output_dir,
@@ -209,6 +202,7 @@ def eval_command(
                     state_columns=state_columns,
                     on_progress=progress.update if progress else None,
                     endpoint=endpoint,
+                    **given,
                 )
             finally:
                 await client.close()

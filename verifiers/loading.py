@@ -155,6 +155,7 @@ def load_environment(env_id: str, **env_args: Any) -> Environment:
     env.env_version = version
     env.env_distribution = dist_name
     env.env_wheel_sha256 = _wheel_sha256(dist_name)
+    env.env_eval_defaults = _read_eval_defaults(loader, dist_name)
     return env
 
 
@@ -211,13 +212,17 @@ def eval_defaults(env_id: str) -> dict[str, Any]:
     (``[tool.hatch.build.targets.wheel.extra-metadata]``), or from a ``pyproject.toml`` beside
     the module for checkouts run without installing.
     """
-    import tomllib
-
     spec = parse_env_id(env_id)
     try:
         loader, dist_name, _ = _find_loader(spec)
     except EnvironmentNotFoundError:
         return {}
+    return _read_eval_defaults(loader, dist_name)
+
+
+def _read_eval_defaults(loader: Callable[..., Any], dist_name: str | None) -> dict[str, Any]:
+    import tomllib
+
     texts: list[str] = []
     if dist_name:
         try:
