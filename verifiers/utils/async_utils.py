@@ -155,7 +155,14 @@ def maybe_retry(
     from verifiers.errors import InfraError, ModelError
 
     types = error_types or (InfraError, ModelError)
-    names = {t.__name__ for t in types}
+    # an errored state records its exception's type name: match the types and their subclasses
+    names: set[str] = set()
+    pending: list[type[BaseException]] = list(types)
+    while pending:
+        cls = pending.pop()
+        if cls.__name__ not in names:
+            names.add(cls.__name__)
+            pending.extend(cls.__subclasses__())
 
     def failed(result: Any) -> bool:
         states = result if isinstance(result, list) else [result]
