@@ -115,7 +115,8 @@ def serve(
 
     import uvicorn
 
-    from hub_server.app import create_app, open_service
+    from hub_server.app import create_app
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     where = _where(settings)
@@ -160,8 +161,8 @@ def user_create(
     database_url: str = _DB_URL,
 ) -> None:
     """Create a user and its namespace; prints a new token alone on the last line."""
-    from hub_server.app import open_service
     from hub_server.errors import HubError
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     with _storage_errors(settings):
@@ -187,7 +188,7 @@ def gc(
     database_url: str = _DB_URL,
 ) -> None:
     """Delete blobs no published file references (lost upload races, deleted releases)."""
-    from hub_server.app import open_service
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     with _storage_errors(settings):
