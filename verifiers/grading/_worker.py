@@ -15,6 +15,7 @@ Forging a reply is no easier than computing the answer. Stdlib only; any Python 
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -95,6 +96,8 @@ def _decode(value: Any) -> Any:
             return frozenset(_decode(x) for x in v)
         if tag == "h":
             return _handles[v]
+        if tag == "n":
+            return getattr(builtins, v)
         raise ValueError(f"bad tag {tag!r}")
     return value
 

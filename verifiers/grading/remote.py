@@ -98,6 +98,9 @@ def encode(value: Any) -> Any:
         return {"b": bytes(value).hex()}
     if t is complex:
         return {"c": [encode(value.real), encode(value.imag)]}
+    name = getattr(value, "__name__", None)
+    if isinstance(name, str) and getattr(builtins, name, None) is value and callable(value):
+        return {"n": name}  # a built-in function or type (``len``, ``str``): by name
     if isinstance(value, list):
         return {"l": [encode(v) for v in value]}
     if isinstance(value, tuple):
