@@ -16,6 +16,7 @@ Forging a reply is no easier than computing the answer. Stdlib only; any Python 
 from __future__ import annotations
 
 import builtins
+import collections
 import json
 import math
 import os
@@ -29,6 +30,8 @@ sys.stdout = sys.stderr
 sys.path.insert(0, os.getcwd())
 
 _handles: dict[int, Any] = {}
+# the standard library's dicts: their plain contents are the answer
+_DICTS = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 
 
 class _TooBig(Exception):
@@ -43,33 +46,26 @@ def _encode(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     if budget[0] < 0 or depth > 100:
         raise _TooBig("the value is too large or too deeply nested")
     t = type(value)
-    if value is None or t is bool or t is str:
+    if value is None or t is bool or t is str or t is int:
         return value
-    if isinstance(value, int):
-        return int.__index__(value)
-    if isinstance(value, float):
-        f = float.__float__(value)
-        return f if math.isfinite(f) else {"x": repr(f)}
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, (bytes, bytearray)):
+    if t is float:
+        return value if math.isfinite(value) else {"x": repr(value)}
+    if t is bytes or t is bytearray:
         return {"b": bytes(value).hex()}
-    if isinstance(value, complex):
-        c = complex(value)
-        return {"c": [_encode(c.real, depth + 1, budget), _encode(c.imag, depth + 1, budget)]}
-    if isinstance(value, list):
-        return {"l": [_encode(v, depth + 1, budget) for v in list.copy(value)]}
-    if isinstance(value, tuple):
+    if t is complex:
+        return {"c": [_encode(value.real, depth + 1, budget), _encode(value.imag, depth + 1, budget)]}
+    if t is list:
+        return {"l": [_encode(v, depth + 1, budget) for v in value]}
+    if t is tuple or (isinstance(value, tuple) and hasattr(t, "_fields")):  # namedtuples
         return {"t": [_encode(v, depth + 1, budget) for v in tuple.__getitem__(value, slice(None))]}
-    if isinstance(value, dict):
+    if t is dict or t in _DICTS:
         items = dict.copy(value).items()
-        return {
-            "d": [[_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in items]
-        }
-    if isinstance(value, frozenset):
-        return {"f": [_encode(v, depth + 1, budget) for v in frozenset.copy(value)]}
-    if isinstance(value, set):
-        return {"s": [_encode(v, depth + 1, budget) for v in set.copy(value)]}
+        return {"d": [[_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in items]}
+    if t is frozenset:
+        return {"f": [_encode(v, depth + 1, budget) for v in value]}
+    if t is set:
+        return {"s": [_encode(v, depth + 1, budget) for v in value]}
+    # anything else (a subclass of str or int with its own __eq__ included) is no answer
     key = len(_handles) + 1
     _handles[key] = value
     return {"h": key, "type": getattr(t, "__name__", "?")}
