@@ -46,3 +46,54 @@ def test_timed_out_exec_kills_what_it_started_cli() -> None:
     p = vf_exec("--timeout", "1", "--", "python3", "-c", _DAEMON, tag)
     assert p.returncode == 124 and p.stdout == b"detached\n", p.stderr
     assert pids_with(tag) == []
+
+
+# every denied system call, made for real inside the sandbox (zero arguments: harmless where
+# it is allowed, and EPERM only from the filter for most of them)
+_SYSCALLS = r"""
+import ctypes, errno, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+status = [l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')]
+out = {'seccomp': status[0]}
+for name, nr in json.loads(sys.argv[1]).items():
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, 0, 0, 0, 0, 0, 0)
+    out[name] = errno.errorcode.get(ctypes.get_errno(), '') if r == -1 else 'ran'
+print(json.dumps(out))
+"""
+
+
+async def test_seccomp_filter_denies_each_listed_system_call() -> None:
+    import json
+    import platform
+
+    from verifiers.sandbox._seccomp import DENIED
+
+    column = 1 if platform.machine().lower() in ("aarch64", "arm64") else 0
+    numbers = {n: nrs[column] for n, nrs in DENIED.items() if nrs[column] is not None}
+    numbers["getppid"] = 110 if column == 0 else 173  # allowed: the control
+    async with create_sandbox("bwrap") as sb:
+        r = await sb.exec(["python3", "-c", _SYSCALLS, json.dumps(numbers)])
+    seen = json.loads(r.stdout)
+    assert seen.pop("seccomp") == "2"  # filter mode
+    assert seen.pop("getppid") == "ran"
+    assert seen == {name: "EPERM" for name in numbers if name != "getppid"}
+    for required in ("pidfd_getfd", "ptrace", "process_vm_readv", "io_uring_setup", "bpf",
+                     "userfaultfd", "keyctl", "add_key", "request_key", "perf_event_open",
+                     "mount", "unshare", "setns", "kexec_load", "init_module", "finit_module",
+                     "delete_module"):  # fmt: skip
+        assert required in seen
+
+
+async def test_seccomp_blocks_other_architectures_tables() -> None:
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the x32 bit exists on x86_64 only")
+    probe = (
+        "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.syscall(0x40000000 | 39)\nprint(r, errno.errorcode.get(ctypes.get_errno()))"
+    )
+    async with create_sandbox("bwrap") as sb:
+        r = await sb.exec(["python3", "-c", probe])
+    assert r.stdout.split() == ["-1", "EPERM"]

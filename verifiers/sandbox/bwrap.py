@@ -177,6 +177,7 @@ class BwrapSandbox(AgentSandbox):
             binary = os.open(self._native, os.O_RDONLY | os.O_CLOEXEC)
             self._launch_fds.append(binary)
             args += ["--perms", "0555", "--file", str(binary), _AGENT_INSIDE]
+        args += ["--seccomp", str(self._data_fd(_seccomp_filter()))]
         args += ["--proc", "/proc", "--dev", "/dev"]
         for mount in ("/tmp", WORKDIR):
             if lim.disk_mb is not None:
@@ -186,11 +187,11 @@ class BwrapSandbox(AgentSandbox):
         args += ["--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
         return args
 
-    def _data_fd(self, content: str) -> int:
-        """A pipe holding ``content`` for bwrap to copy into the sandbox (small: it fits the
-        pipe buffer, so it is written at once)."""
+    def _data_fd(self, content: str | bytes) -> int:
+        """A pipe holding ``content`` for bwrap to read (small: it fits the pipe buffer, so it
+        is written at once)."""
         read_end, write_end = os.pipe()
-        os.write(write_end, content.encode())
+        os.write(write_end, content.encode() if isinstance(content, str) else content)
         os.close(write_end)
         self._launch_fds.append(read_end)
         return read_end
@@ -303,3 +304,10 @@ async def _read_json_object(fd: int) -> bytes:
         loop.remove_reader(fd)
         os.close(fd)
     return b"".join(chunks)
+
+
+@functools.cache
+def _seccomp_filter() -> bytes:
+    from verifiers.sandbox._seccomp import filter_program
+
+    return filter_program()
