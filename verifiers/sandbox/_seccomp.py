@@ -91,7 +91,7 @@ def filter_program(machine: str | None = None) -> bytes:
         raise ValueError(f"no seccomp table for the {name} architecture")
     arch, column = _ARCHES[name]
     deny = _insn(_RET_K, _RET_ERRNO | errno.EPERM)
-    numbers = sorted({n[column] for n in DENIED.values() if n[column] is not None})  # type: ignore[misc]
+    numbers = sorted({nr for nrs in DENIED.values() if (nr := nrs[column]) is not None})
     body = [_insn(_LD_ABS_W, 0)]  # seccomp_data.nr
     if arch == 0xC000003E:
         body += [_insn(_JGE_K, _X32_BIT, 0, 1), deny]
