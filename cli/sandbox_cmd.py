@@ -101,8 +101,34 @@ def serve_command(
     allow_network: bool = typer.Option(
         False, "--allow-network", help="Let clients ask for sandboxes with network access."
     ),
+    max_limit: list[str] = typer.Option(
+        [],
+        "--max-limit",
+        help="The most a client may ask for, KEY=VALUE (repeat), e.g. memory_mb=4096, "
+        "timeout=600, max_output_bytes=1048576. Defaults: verifiers.sandbox.server."
+        "DEFAULT_MAX_LIMITS.",
+    ),
 ) -> None:
-    from verifiers.sandbox.server import serve
+    from verifiers.errors import ConfigError
+    from verifiers.sandbox.server import DEFAULT_MAX_LIMITS, serve
+
+    changes: dict[str, float | int] = {}
+    for item in max_limit:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            number = float(value)
+            changes[key] = int(number) if number.is_integer() and key != "timeout" else number
+        except ValueError:
+            raise CLIError(
+                f"--max-limit {item!r} is not KEY=NUMBER", "e.g. --max-limit memory_mb=4096"
+            ) from None
+    try:
+        max_limits = DEFAULT_MAX_LIMITS.replace(**changes)
+    except (ConfigError, TypeError) as e:
+        keys = ", ".join(DEFAULT_MAX_LIMITS.to_dict())
+        raise CLIError(f"--max-limit: {e}", f"keys: {keys}") from None
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         raise CLIError(
@@ -118,4 +144,5 @@ def serve_command(
         max_exec=max_exec,
         idle_timeout=idle_timeout,
         allow_network=allow_network,
+        max_limits=max_limits,
     )
