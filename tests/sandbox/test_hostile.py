@@ -3,6 +3,8 @@ its command, and the system calls it must not have."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.sandbox.conftest import marker, needs_bwrap, pids_with, vf_exec, wait_for_pids
@@ -97,3 +99,34 @@ async def test_seccomp_blocks_other_architectures_tables() -> None:
     async with create_sandbox("bwrap") as sb:
         r = await sb.exec(["python3", "-c", probe])
     assert r.stdout.split() == ["-1", "EPERM"]
+
+
+@pytest.mark.parametrize("squat", ["other-owner", "open-mode", "symlink"])
+async def test_subprocess_work_dirs_stay_private_when_the_shared_root_is_not(
+    squat: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import warnings
+
+    from verifiers.sandbox import subprocess_backend
+
+    shared = tmp_path / "vf-sandboxes-0"
+    elsewhere = tmp_path / "attacker"
+    elsewhere.mkdir(mode=0o777)
+    if squat == "symlink":
+        shared.symlink_to(elsewhere)
+    else:
+        shared.mkdir()
+        os.chmod(shared, 0o777)
+        if squat == "other-owner" and os.getuid() == 0:
+            os.chown(shared, 65534, 65534)
+    monkeypatch.setattr(subprocess_backend, "_ROOT", shared)
+    monkeypatch.setattr(subprocess_backend, "_private_root", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        async with create_sandbox("subprocess") as sb:
+            workdir = Path((await sb.exec("pwd")).stdout.strip())
+    assert shared not in workdir.parents and elsewhere not in workdir.resolve().parents
+    parent = workdir.parent
+    st = parent.lstat()
+    assert st.st_uid == os.getuid() and st.st_mode & 0o077 == 0
