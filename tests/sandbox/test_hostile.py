@@ -130,3 +130,48 @@ async def test_subprocess_work_dirs_stay_private_when_the_shared_root_is_not(
     parent = workdir.parent
     st = parent.lstat()
     assert st.st_uid == os.getuid() and st.st_mode & 0o077 == 0
+
+
+async def test_dev_is_read_only_and_dev_shm_is_sized_by_disk_mb() -> None:
+    limits = SandboxLimits(disk_mb=8, timeout=30)
+    async with create_sandbox("bwrap", limits=limits) as sb:
+        dev = await sb.exec("touch /dev/x")
+        shm = await sb.exec("head -c 20000000 /dev/zero > /dev/shm/big; ls -l /dev/shm/big")
+        null = await sb.exec("echo hi > /dev/null && echo ok")
+    assert dev.exit_code != 0 and "Read-only" in dev.stderr
+    assert "No space left" in shm.stderr
+    assert int(shm.stdout.split()[4]) <= 8 << 20
+    assert null.stdout == "ok\n"
+
+
+async def test_each_live_sandbox_runs_as_its_own_host_uid() -> None:
+    import os
+
+    from verifiers.sandbox.bwrap import sandbox_uid_range
+
+    if os.geteuid() != 0:
+        pytest.skip("only a root host process can give each sandbox its own uid")
+    tags = [marker(), marker()]
+    async with create_sandbox("bwrap") as a, create_sandbox("bwrap") as b:
+        for sb, tag in zip((a, b), tags, strict=True):
+            await sb.spawn(["sleep", tag])
+        uids = []
+        for tag in tags:
+            (pid,) = wait_for_pids(tag, 1)
+            status = Path(f"/proc/{pid}/status").read_text()
+            uids.append(
+                int(next(x for x in status.splitlines() if x.startswith("Uid:")).split()[1])
+            )
+        assert uids == [a.host_uid, b.host_uid]  # type: ignore[attr-defined]
+    assert uids[0] != uids[1] and all(u in sandbox_uid_range() for u in uids)
+
+
+def test_uid_range_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers.errors import SandboxError
+    from verifiers.sandbox.bwrap import sandbox_uid_range
+
+    monkeypatch.setenv("VF_SANDBOX_UID_RANGE", "1000-10")
+    with pytest.raises(SandboxError, match="VF_SANDBOX_UID_RANGE"):
+        sandbox_uid_range()
+    monkeypatch.setenv("VF_SANDBOX_UID_RANGE", "700000-700009")
+    assert sandbox_uid_range() == range(700000, 700010)

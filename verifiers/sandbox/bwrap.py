@@ -24,6 +24,7 @@ import asyncio
 import functools
 import os
 import re
+import secrets
 import shutil
 import sys
 from collections.abc import Sequence
@@ -57,9 +58,48 @@ _IDENTITY_FILES = {
 
 
 def sandbox_host_uid() -> int:
-    """The host uid sandbox processes run as: ``nobody`` when this process is root (host paths
-    bound into a sandbox must then be readable by it), else this process's uid."""
+    """The host uid sandbox processes run as when this process is not root: its own. (As root,
+    each live sandbox gets its own uid from :func:`sandbox_uid_range`: ``sandbox.host_uid``.)"""
     return NOBODY if os.geteuid() == 0 else os.geteuid()
+
+
+_DEFAULT_UID_RANGE = "600000-665535"
+_uids_in_use: set[int] = set()
+
+
+def sandbox_uid_range() -> range:
+    """The host uids (and gids) sandboxes of a root process run as, one per live sandbox, so
+    that no per-user kernel quota (inotify instances, key rings, message queues, user
+    namespaces, processes) is shared between sandboxes or with host users:
+    ``$VF_SANDBOX_UID_RANGE`` (``FIRST-LAST``; default 600000-665535). Host paths bound into a
+    sandbox must be readable by any of them."""
+    text = os.environ.get("VF_SANDBOX_UID_RANGE", _DEFAULT_UID_RANGE)
+    first, sep, last = text.partition("-")
+    try:
+        lo, hi = int(first), int(last)
+    except ValueError:
+        lo = hi = -1
+    if not sep or not 0 < lo <= hi < 2**31 - 1:
+        raise SandboxError(
+            f"VF_SANDBOX_UID_RANGE={text!r}: give FIRST-LAST, unused host uids (e.g. "
+            f"{_DEFAULT_UID_RANGE})"
+        )
+    return range(lo, hi + 1)
+
+
+def _take_uid() -> int:
+    """A uid of the range that no live sandbox of this process uses (random: processes sharing
+    a range rarely meet)."""
+    uids = sandbox_uid_range()
+    start = secrets.randbelow(len(uids))
+    for i in range(len(uids)):
+        uid = uids[(start + i) % len(uids)]
+        if uid not in _uids_in_use:
+            _uids_in_use.add(uid)
+            return uid
+    raise SandboxError(
+        f"every uid of VF_SANDBOX_UID_RANGE ({uids.start}-{uids.stop - 1}) is in use"
+    )
 
 
 def bwrap_available() -> bool:
@@ -107,6 +147,7 @@ class BwrapSandbox(AgentSandbox):
         self._cgroup_prime: asyncio.Future[None] | None = None
         self._cgroup_setup: asyncio.Future[None] | None = None
         self._info_fd: int | None = None
+        self.host_uid: int | None = None if os.geteuid() == 0 else os.geteuid()
 
     def _workdir(self) -> str:
         return WORKDIR
@@ -121,6 +162,9 @@ class BwrapSandbox(AgentSandbox):
         args += ["--", *self._agent_command(python, agent_fd, config, _AGENT_INSIDE)]
         joins = self._make_cgroups()
         root = os.geteuid() == 0
+        if root and self.host_uid is None:
+            self.host_uid = _take_uid()
+        uid = str(self.host_uid)
         if self._native is not None and (joins or root):
             # the native agent's launcher mode: join the cgroups, become nobody when root, exec
             # bwrap (a few milliseconds faster than setpriv, the fallback)
@@ -128,10 +172,10 @@ class BwrapSandbox(AgentSandbox):
             for path in joins:
                 launcher += ["--join", path]
             if root:
-                launcher += ["--as-user", str(NOBODY), str(NOBODY)]
+                launcher += ["--as-user", uid, uid]
             return [*launcher, "--", bwrap, *args]
-        if root:  # bwrap runs as nobody
-            setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        if root:  # bwrap runs as the sandbox's own uid
+            setpriv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
             return [*setpriv, "--", bwrap, *args]
         return [bwrap, *args]
 
@@ -179,10 +223,13 @@ class BwrapSandbox(AgentSandbox):
             args += ["--perms", "0555", "--file", str(binary), _AGENT_INSIDE]
         args += ["--seccomp", str(self._data_fd(_seccomp_filter()))]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        for mount in ("/tmp", WORKDIR):
+        # /dev is bwrap's tmpfs, unsized and writable: made read-only; /dev/shm, the one
+        # place there programs need to write, gets its own tmpfs sized like the others
+        for mount, perms in (("/tmp", "0755"), (WORKDIR, "0755"), ("/dev/shm", "1777")):
             if lim.disk_mb is not None:
                 args += ["--size", str(lim.disk_mb << 20)]
-            args += ["--perms", "0755", "--tmpfs", mount]
+            args += ["--perms", perms, "--tmpfs", mount]
+        args += ["--remount-ro", "/dev"]  # (not its submounts: /dev/shm stays writable)
         # the root tmpfs bwrap builds is made read-only: only the work dir and /tmp are writable
         args += ["--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
         return args
@@ -233,11 +280,18 @@ class BwrapSandbox(AgentSandbox):
         await asyncio.gather(*(f for f in started if f is not None), return_exceptions=True)
         if self._cgroup is not None:
             await self._cgroup.remove_async()
+        self._release_uid()
 
     def _cleanup_sync(self) -> None:
         self._close_info_fd()
         if self._cgroup is not None:
             self._cgroup.remove(wait_s=2.0)
+        self._release_uid()
+
+    def _release_uid(self) -> None:
+        if os.geteuid() == 0 and self.host_uid is not None:
+            _uids_in_use.discard(self.host_uid)
+            self.host_uid = None
 
     def _close_info_fd(self) -> None:
         """The info pipe, when the start failed before bwrap's report was read."""
