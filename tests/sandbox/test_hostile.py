@@ -175,3 +175,32 @@ def test_uid_range_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
         sandbox_uid_range()
     monkeypatch.setenv("VF_SANDBOX_UID_RANGE", "700000-700009")
     assert sandbox_uid_range() == range(700000, 700010)
+
+
+@pytest.mark.parametrize("agent", ["native", "python"])
+async def test_cpus_is_a_cgroup_quota_for_the_whole_sandbox(agent: str) -> None:
+    from verifiers.sandbox import _cgroup
+
+    if not any(p.controller == "cpu" for p in _cgroup._parents()):
+        pytest.skip("no writable cpu cgroup here")
+    tag = marker()
+    spin = (
+        "import sys, threading, time\nt = time.time()\n"
+        "def f():\n    while time.time() - t < 1.0: pass\n"
+        "ts = [threading.Thread(target=f) for _ in range(2)]\n"
+        "[x.start() for x in ts]\n[x.join() for x in ts]\n"
+    )
+    async with create_sandbox("bwrap", limits=SandboxLimits(cpus=0.05), agent=agent) as sb:
+        group = sb._cgroup.groups["cpu"]  # type: ignore[attr-defined]
+        quota = (
+            (group / "cpu.max").read_text().split()[0]
+            if (group / "cpu.max").exists()
+            else ((group / "cpu.cfs_quota_us").read_text().strip())
+        )
+        await sb.spawn(["sleep", tag])
+        (pid,) = wait_for_pids(tag, 1)
+        where = Path(f"/proc/{pid}/cgroup").read_text()
+        r = await sb.exec(["python3", "-c", spin])
+    assert quota == "5000"
+    assert group.name in where  # the sandbox's processes are in the group
+    assert r.cpu_s <= 0.05 * r.duration_s + 0.1  # two busy threads held to 5 % of a core

@@ -124,14 +124,31 @@ static size_t descendants(pid_t root, pid_t **out) {
  * before its exec), so descendants that detach (double fork, setsid) are re-parented to it and
  * stay in its tree while it lives: stop it, kill its tree until nothing is left (a process
  * forking meanwhile is found on the next round), then kill it and its process group. */
+static int is_zombie(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1; /* gone */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 1;
+    buf[n] = '\0';
+    char *end = strrchr(buf, ')'); /* the state follows the command name's ")" */
+    return end == NULL || end[1] == '\0' || end[2] == 'Z' || end[2] == 'X';
+}
+
 static void kill_job(pid_t pid) {
     kill(pid, SIGSTOP);
     for (int round = 0; round < 1000; round++) {
         pid_t *left = NULL;
-        size_t n = descendants(pid, &left);
-        for (size_t i = 0; i < n; i++) kill(left[i], SIGKILL);
+        size_t n = descendants(pid, &left), alive = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (is_zombie(left[i])) continue; /* dead, reaped when the command is */
+            kill(left[i], SIGKILL);
+            alive++;
+        }
         free(left);
-        if (n == 0) break;
+        if (alive == 0) break;
     }
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);

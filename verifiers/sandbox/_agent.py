@@ -128,7 +128,7 @@ def _kill(pid: int) -> None:
     except OSError:
         pass
     for _ in range(1000):
-        left = _descendants(pid)
+        left = [p for p in _descendants(pid) if not _is_zombie(p)]
         for child in left:
             try:
                 os.kill(child, signal.SIGKILL)
@@ -141,6 +141,17 @@ def _kill(pid: int) -> None:
             kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _is_zombie(pid: int) -> bool:
+    """Dead (or gone) already: a zombie is reaped by its parent, not killed."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state in (b"Z", b"X", b"")
 
 
 def _prctl(option: int, value: int) -> bool:

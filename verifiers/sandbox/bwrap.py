@@ -185,7 +185,7 @@ class BwrapSandbox(AgentSandbox):
         (``_while_starting``); see ``SandboxCgroup`` for why."""
         lim = self.limits
         memory = (lim.memory_mb << 20) if lim.memory_mb is not None else None
-        self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes)
+        self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes, lim.cpus)
         launcher_joins = self._native is not None
         cgroup.create(launcher_joins)
         if not launcher_joins:
