@@ -33,7 +33,18 @@ def exec_command(
     ),
     timeout: float = typer.Option(60.0, "--timeout", "-t", help="Wall-clock limit in seconds."),
     memory_mb: int | None = typer.Option(1024, "--memory-mb", "-m", help="Memory limit (MiB)."),
-    network: bool = typer.Option(False, "--network", help="Give the command network access."),
+    network: bool = typer.Option(
+        False,
+        "--network",
+        help="Give the command network access: its own network namespace behind slirp4netns "
+        "(the outside is reachable, this host's loopback services are not).",
+    ),
+    host_network: bool = typer.Option(
+        False,
+        "--host-network",
+        help="With --network: share this host's network instead, loopback services included "
+        "(bwrap backend; only for trusted code).",
+    ),
     max_output: int = typer.Option(
         1 << 20, "--max-output", help="Bytes of stdout (and of stderr) kept; the rest is cut."
     ),
@@ -58,7 +69,11 @@ def exec_command(
     if memory_mb is not None and memory_mb <= 0:
         raise CLIError(f"--memory-mb must be positive, got {memory_mb}")
     limits = SandboxLimits(memory_mb=memory_mb, timeout=timeout, max_output_bytes=max_output)
-    options = {"url": url} if url else {}
+    options: dict[str, object] = {"url": url} if url else {}
+    if host_network:
+        if not network or url or backend not in (None, "bwrap"):
+            raise CLIError("--host-network goes with --network, on the bwrap backend")
+        options["host_network"] = True
     if url and backend not in (None, "remote"):
         raise CLIError("--url is only for the remote backend")
     data = sys.stdin.buffer.read() if stdin else None

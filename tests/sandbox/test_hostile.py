@@ -204,3 +204,57 @@ async def test_cpus_is_a_cgroup_quota_for_the_whole_sandbox(agent: str) -> None:
     assert quota == "5000"
     assert group.name in where  # the sandbox's processes are in the group
     assert r.cpu_s <= 0.05 * r.duration_s + 0.1  # two busy threads held to 5 % of a core
+
+
+def _host_address() -> str | None:
+    """An address of this host outside loopback (where the outside world would be)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.123", 9))  # no packet is sent: only picks the route
+            address = str(s.getsockname()[0])
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+_REACH = (
+    "import socket, sys\n"
+    "for host, port in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+    "    try:\n"
+    "        socket.create_connection((host, int(port)), timeout=3).close()\n"
+    "        print('OPEN', host)\n"
+    "    except OSError:\n"
+    "        print('blocked', host)\n"
+)
+
+
+@pytest.mark.parametrize("how", ["api", "cli"])
+async def test_network_sandbox_reaches_out_but_not_the_hosts_loopback(how: str) -> None:
+    import asyncio
+    import shutil
+    import socket
+
+    if shutil.which("slirp4netns") is None:
+        pytest.skip("needs slirp4netns (scripts/bootstrap.sh installs it)")
+    outside = _host_address()
+    if outside is None:
+        pytest.skip("this host has no address outside loopback")
+    with socket.socket() as lo, socket.socket() as ext:
+        lo.bind(("127.0.0.1", 0))
+        ext.bind((outside, 0))
+        lo.listen(8)
+        ext.listen(8)
+        # the host's loopback, slirp's alias for it (10.0.2.2), and the host's outside address
+        targets = ["127.0.0.1", str(lo.getsockname()[1]), "10.0.2.2", str(lo.getsockname()[1])]
+        targets += [outside, str(ext.getsockname()[1])]
+        if how == "api":
+            async with create_sandbox("bwrap", network=True) as sb:
+                out = (await sb.exec(["python3", "-c", _REACH, *targets])).stdout
+        else:
+            p = await asyncio.to_thread(
+                vf_exec, "--network", "--", "python3", "-c", _REACH, *targets
+            )
+            out = p.stdout.decode()
+    assert out.split("\n")[:3] == ["blocked 127.0.0.1", "blocked 10.0.2.2", f"OPEN {outside}"]

@@ -21,11 +21,13 @@ by SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +50,7 @@ _NETWORK_FILES = (
     "/etc/ca-certificates",
     "/etc/gai.conf",
 )
+_SLIRP_RESOLV = "nameserver 10.0.2.3\n"  # slirp4netns's DNS forwarder
 _BASE_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
 # who the sandbox's user is, for programs that look it up (whoami, git, pip --user)
 _IDENTITY_FILES = {
@@ -139,9 +142,21 @@ class BwrapSandbox(AgentSandbox):
         ro_binds: dict[str, str] | None = None,
         bwrap: str | None = None,
         agent: str = "auto",
+        host_network: bool = False,
     ) -> None:
         super().__init__(limits, network=network, agent=agent)
         self.ro_binds = dict(ro_binds or {})
+        # network=True: the sandbox's own network namespace behind user-mode networking
+        # (slirp4netns): the outside is reachable, the host's loopback services are not.
+        # host_network=True shares the host's network instead (an explicit opt-in).
+        self.host_network = bool(network and host_network)
+        self._slirp: subprocess.Popen[bytes] | None = None
+        if network and not host_network and shutil.which("slirp4netns") is None:
+            raise SandboxError(
+                "network=True needs slirp4netns for the sandbox's own network (apt-get install "
+                "slirp4netns), or host_network=True to share the host's network, loopback "
+                "services included"
+            )
         self._bwrap = bwrap
         self._cgroup: SandboxCgroup | None = None
         self._cgroup_prime: asyncio.Future[None] | None = None
@@ -198,7 +213,7 @@ class BwrapSandbox(AgentSandbox):
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
         args = ["--unshare-all", "--unshare-user", "--disable-userns"]
-        if self.network:
+        if self.host_network:
             args.append("--share-net")
         args += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
         # the agent is the pid namespace's init: programs cannot signal it (not even SIGKILL),
@@ -207,7 +222,10 @@ class BwrapSandbox(AgentSandbox):
         args += _system_args()
         if self.network:
             for path in _NETWORK_FILES:
-                args += ["--ro-bind-try", path, path]
+                if path == "/etc/resolv.conf" and not self.host_network:
+                    args += ["--file", str(self._data_fd(_SLIRP_RESOLV)), path]
+                else:
+                    args += ["--ro-bind-try", path, path]
         for path in python_binds:
             args += ["--ro-bind", path, path]
         for host_path, inside in self.ro_binds.items():
@@ -258,6 +276,8 @@ class BwrapSandbox(AgentSandbox):
         agent = int(match.group(1))
         self._extra_pids = [agent]
         _LIVE[id(self)] = (self._proc.pid, agent)
+        if self.network and not self.host_network:
+            await self._start_slirp(agent)
         cgroup = self._cgroup
         moves = cgroup.host_moves(self._native is not None) if cgroup is not None else []
         if cgroup is not None and moves:
@@ -271,11 +291,46 @@ class BwrapSandbox(AgentSandbox):
             except OSError as e:
                 raise SandboxError(f"cannot put the sandbox into its cgroup: {e}") from e
 
+    async def _start_slirp(self, agent: int) -> None:
+        """Give the sandbox's network namespace a user-mode network (slirp4netns, outside the
+        sandbox): NAT to the outside, the host's loopback refused, DNS at 10.0.2.3."""
+        ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
+        args = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback"]
+        if os.geteuid() != 0:
+            args.append(f"--userns-path=/proc/{agent}/ns/user")
+        args += [f"--ready-fd={ready_w}", str(agent), "tap0"]
+        try:
+            self._slirp = _popen(args, ready_w)
+            os.close(ready_w)
+            ready_w = -1
+            self._extra_pids.append(self._slirp.pid)
+            ready = await asyncio.wait_for(asyncio.to_thread(os.read, ready_r, 1), 10.0)
+        except (OSError, TimeoutError) as e:
+            raise SandboxError(f"slirp4netns did not set up the sandbox's network: {e}") from e
+        finally:
+            os.close(ready_r)
+            if ready_w >= 0:
+                os.close(ready_w)
+        if ready != b"1":
+            err = self._slirp.stderr.read(2000) if self._slirp.stderr else b""
+            raise SandboxError(f"slirp4netns failed: {err.decode(errors='replace').strip()}")
+
+    def _reap_slirp(self) -> None:
+        slirp, self._slirp = self._slirp, None
+        if slirp is not None:
+            with contextlib.suppress(OSError):
+                slirp.kill()
+            with contextlib.suppress(Exception):
+                slirp.wait(timeout=5)
+            if slirp.stderr is not None:
+                slirp.stderr.close()
+
     def oom_kills(self) -> int | None:
         return self._cgroup.oom_kills() if self._cgroup is not None else None
 
     async def _cleanup(self) -> None:
         self._close_info_fd()
+        self._reap_slirp()
         started = (self._cgroup_prime, self._cgroup_setup)
         await asyncio.gather(*(f for f in started if f is not None), return_exceptions=True)
         if self._cgroup is not None:
@@ -284,6 +339,7 @@ class BwrapSandbox(AgentSandbox):
 
     def _cleanup_sync(self) -> None:
         self._close_info_fd()
+        self._reap_slirp()
         if self._cgroup is not None:
             self._cgroup.remove(wait_s=2.0)
         self._release_uid()
@@ -365,3 +421,15 @@ def _seccomp_filter() -> bytes:
     from verifiers.sandbox._seccomp import filter_program
 
     return filter_program()
+
+
+def _popen(args: list[str], keep_fd: int) -> subprocess.Popen[bytes]:
+    """Start a helper next to the sandbox (fork + exec: as quick as the agent's own launch)."""
+    return subprocess.Popen(
+        args,
+        pass_fds=(keep_fd,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
