@@ -258,3 +258,8 @@ async def test_network_sandbox_reaches_out_but_not_the_hosts_loopback(how: str) 
             )
             out = p.stdout.decode()
     assert out.split("\n")[:3] == ["blocked 127.0.0.1", "blocked 10.0.2.2", f"OPEN {outside}"]
+
+
+def test_seccomp_and_read_only_dev_through_the_cli() -> None:
+    p = vf_exec("--", "sh", "-c", "grep Seccomp: /proc/self/status; touch /dev/x || echo ro")
+    assert p.stdout.split() == [b"Seccomp:", b"2", b"ro"], p.stderr
