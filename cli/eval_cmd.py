@@ -142,7 +142,7 @@ def _confirm_install(env_id: str) -> bool:
     )
 
 
-def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int) -> None:
+def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int | None) -> None:
     """``-n`` is -1 (all) or at least 1; ``-r`` and ``-c`` are at least 1."""
     if num_examples is not None and num_examples != -1 and num_examples < 1:
         raise CLIError(
@@ -150,7 +150,7 @@ def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: in
         )
     if rollouts is not None and rollouts < 1:
         raise CLIError(f"-r/--rollouts-per-example must be at least 1, got {rollouts}", exit_code=2)
-    if concurrent < 1:
+    if concurrent is not None and concurrent < 1:
         raise CLIError(f"-c/--max-concurrent must be at least 1, got {concurrent}", exit_code=2)
 
 
@@ -186,8 +186,8 @@ def eval_command(
         "-r",
         help="Rollouts per example (default from the env or 3).",
     ),
-    max_concurrent: int = typer.Option(
-        32, "--max-concurrent", "-c", help="Rollouts in flight at once."
+    max_concurrent: int | None = typer.Option(
+        None, "--max-concurrent", "-c", help="Rollouts in flight at once (default 32)."
     ),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", "-t", help="Max tokens per model call."
@@ -250,7 +250,6 @@ def eval_command(
     import logging
 
     import verifiers as vf
-    from verifiers.loading import eval_defaults
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr)
     env_kwargs = _json_arg(env_args, "--env-args")
@@ -268,17 +267,14 @@ def eval_command(
 
     def execute() -> vf.EvalResult:
         env = _load(env_id, env_kwargs, install)
-        defaults = eval_defaults(env_id)
-        n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
-        r = (
-            rollouts_per_example
-            if rollouts_per_example is not None
-            else int(defaults.get("rollouts_per_example", 3))
-        )
-        for key in ("max_tokens", "temperature"):
-            if key in defaults and key not in sampling:
-                sampling[key] = defaults[key]
-
+        # only what the user gave: the library applies the defaults (the environment's
+        # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
+        given: dict[str, Any] = {
+            "num_examples": num_examples,
+            "rollouts_per_example": rollouts_per_example,
+        }
+        if max_concurrent is not None:
+            given["max_concurrent"] = max_concurrent
         retry = vf.RetryPolicy(max_retries=max_retries)
         client: Any
         endpoint: str | None
@@ -295,15 +291,15 @@ def eval_command(
 
         progress = None if as_json else Progress(env_id, model_name)
 
+        def started(path: Path | None) -> None:
+            run_dir[0] = path
+
         async def run() -> vf.EvalResult:
             try:
                 return await vf.evaluate_async(
                     env,
                     client,
                     model_name,
-                    num_examples=n,
-                    rollouts_per_example=r,
-                    max_concurrent=max_concurrent,
                     sampling_args=sampling,
                     save_results=save_results or resume or output_dir is not None,
                     output_dir=output_dir,
@@ -311,6 +307,8 @@ def eval_command(
                     state_columns=state_columns,
                     on_progress=progress.update if progress else None,
                     endpoint=endpoint,
+                    on_start=started,
+                    **given,
                 )
             finally:
                 await client.close()
@@ -320,6 +318,10 @@ def eval_command(
             progress.start(n_total=None)
         try:
             result = asyncio.run(run())
+        except KeyboardInterrupt:
+            if progress:
+                progress.stop(clear_if_idle=True)
+            raise _interrupted(run_dir[0]) from None
         except BaseException:
             if progress:
                 progress.stop(clear_if_idle=True)  # a config error stays a one-line message
@@ -328,6 +330,7 @@ def eval_command(
             progress.stop()
         return result
 
+    run_dir: list[Path | None] = [None]
     if not as_json:
         result = execute()
         print_summary(result)
@@ -342,3 +345,24 @@ def eval_command(
     failed = error_verdict(result.metadata["summary"], max_error_rate)
     if failed:
         raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
+
+
+def _interrupted(run_dir: Path | None) -> CLIError:
+    """Ctrl-C: where the partial results are and the command that continues the run."""
+    import shlex
+
+    args = list(sys.argv[1:])
+    prog = "vf-eval" if Path(sys.argv[0]).name == "vf-eval" else "vf eval"
+    if prog == "vf eval" and args[:1] == ["eval"]:
+        args = args[1:]
+    if run_dir is None:
+        return CLIError("interrupted (results were not saved: add -s to keep them)", exit_code=130)
+    if "--resume" not in args and "-R" not in args:
+        args.append("--resume")
+    if "-o" not in args and "--output-dir" not in args:
+        args += ["-o", str(run_dir)]
+    return CLIError(
+        f"interrupted: the finished rollouts are saved in {run_dir}",
+        hint=f"continue with: {prog} {shlex.join(args)}",
+        exit_code=130,
+    )
