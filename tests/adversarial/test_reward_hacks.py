@@ -38,7 +38,9 @@ def load(env_id: str) -> vf.Environment:
 async def test_hack_scores_zero_through_the_api(hack: Hack) -> None:
     env = load(hack.env)
     client = ScriptedClient(responder=lambda prompt: hack.reply(list(prompt)))
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", num_examples=1, rollouts_per_example=1, keep_states=True
+    )
     (state,) = result.states
     assert state["error"] is None, state["error"]
     assert state["reward"] == 0.0, (hack.id, state.get("test_results") or state.get("test_run"))
@@ -47,7 +49,9 @@ async def test_hack_scores_zero_through_the_api(hack: Hack) -> None:
 @pytest.mark.parametrize("env_id", ENVS)
 async def test_gold_solution_scores_one_through_the_api(env_id: str) -> None:
     env = load(env_id)
-    result = await vf.evaluate_async(env, client=None, model="oracle", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=None, model="oracle", num_examples=1, rollouts_per_example=1, keep_states=True
+    )
     (state,) = result.states
     assert state["error"] is None and state["reward"] == 1.0
 
