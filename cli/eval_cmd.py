@@ -8,15 +8,19 @@ Classic flags keep their meaning: ``-m MODEL -b BASE_URL -k KEY_VAR -n N -r R -c
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from cli._common import CLIError, handle_errors
+from cli.eval_report import Progress, error_verdict, print_samples, print_summary
 
 HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
@@ -49,11 +53,24 @@ def _resolve_endpoint(
     """The :class:`verifiers.EndpointConfig` for ``-m`` from the registry or the flags."""
     from verifiers.clients.endpoints import EndpointConfig, load_endpoints
 
+    named_var = key_var or os.environ.get("VF_API_KEY_VAR")
+    if named_var and os.environ.get(named_var) is None:
+        source = "-k" if key_var else "VF_API_KEY_VAR"
+        raise CLIError(
+            f"the API key variable ${named_var} (named by {source}) is not set",
+            hint=f"export {named_var}=... , or name the variable that holds the key",
+            exit_code=2,
+        )
     default_registry = Path("configs/endpoints.toml")
     registry = endpoints_path or (str(default_registry) if default_registry.is_file() else None)
+    aliases: list[str] = []
     if registry:
         if not Path(registry).is_file():
-            raise CLIError(f"endpoints file {registry} does not exist", exit_code=2)
+            raise CLIError(
+                f"endpoints file {registry} does not exist",
+                hint="configs/endpoints.toml in the repository shows the format",
+                exit_code=2,
+            )
         endpoints = load_endpoints(registry)
         if model in endpoints:
             ep = endpoints[model]
@@ -62,15 +79,89 @@ def _resolve_endpoint(
 
                 ep = dataclasses.replace(ep, api_key_var=key_var)
             return ep
+        aliases = sorted(endpoints)
+        if endpoints_path and not base_url:
+            raise CLIError(
+                f"{model!r} is not an alias in {registry} (aliases: {', '.join(aliases) or 'none'})",
+                hint="pick one of them with -m, or pass -b URL to use it as a model name",
+                exit_code=2,
+            )
     url = base_url or os.environ.get("VF_BASE_URL") or DEFAULT_BASE_URL
-    var = key_var or os.environ.get("VF_API_KEY_VAR") or DEFAULT_KEY_VAR
+    var = named_var or DEFAULT_KEY_VAR
     if os.environ.get(var) is None and url == DEFAULT_BASE_URL:
+        known = (
+            f"{model!r} is not an alias in {registry} ({', '.join(aliases)}), and "
+            if aliases
+            else ""
+        )
         raise CLIError(
-            f"no API key: ${var} is not set",
+            f"{known}no API key for {url}: ${var} is not set",
             hint=f"export {var}=... , pass -k VAR_NAME, point -b at your own endpoint, or use -m oracle",
             exit_code=2,
         )
     return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
+
+
+def _load(env_id: str, env_kwargs: dict[str, Any], install: bool) -> Any:
+    """The environment for ``ENV_ID``: an installed id, or a package directory (not installed).
+
+    ``OWNER/NAME`` that is not installed is installed from the configured hub when ``install``
+    is set, or after a yes on a terminal.
+    """
+    import verifiers as vf
+    from verifiers.loading import load_environment_from_directory
+
+    if Path(env_id).is_dir():
+        return load_environment_from_directory(env_id, **env_kwargs)
+    try:
+        return vf.load_environment(env_id, **env_kwargs)
+    except vf.EnvironmentNotFoundError as e:
+        if "/" not in env_id:
+            raise
+        if not (install or _confirm_install(env_id)):
+            raise CLIError(
+                str(e), hint="or add --install to install it from the hub now", exit_code=2
+            ) from None
+    from cli import env_cmd
+
+    env_cmd.install(spec=env_id, no_deps=False)
+    import importlib
+
+    importlib.invalidate_caches()
+    return vf.load_environment(env_id, **env_kwargs)
+
+
+def _confirm_install(env_id: str) -> bool:
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    from cli.hub_config import hub_target
+
+    return bool(
+        typer.confirm(
+            f"{env_id} is not installed; install it from {hub_target().url}?",
+            default=True,
+            err=True,
+        )
+    )
+
+
+def _check_flags(
+    num_examples: int | None, rollouts: int | None, concurrent: int | None, client_type: str
+) -> None:
+    """``--api-client-type`` is known; ``-n`` is -1 (all) or at least 1; ``-r`` and ``-c``
+    are at least 1."""
+    if client_type not in ("native", "openai"):
+        raise CLIError(
+            f"--api-client-type must be 'native' or 'openai', not {client_type!r}", exit_code=2
+        )
+    if num_examples is not None and num_examples != -1 and num_examples < 1:
+        raise CLIError(
+            f"-n/--num-examples must be -1 (all) or at least 1, got {num_examples}", exit_code=2
+        )
+    if rollouts is not None and rollouts < 1:
+        raise CLIError(f"-r/--rollouts-per-example must be at least 1, got {rollouts}", exit_code=2)
+    if concurrent is not None and concurrent < 1:
+        raise CLIError(f"-c/--max-concurrent must be at least 1, got {concurrent}", exit_code=2)
 
 
 @handle_errors
@@ -144,180 +235,159 @@ def eval_command(
     api_client_type: str = typer.Option(
         "native", "--api-client-type", help="'native' (fast aiohttp) or 'openai' (official SDK)."
     ),
+    max_error_rate: float | None = typer.Option(
+        None,
+        "--max-error-rate",
+        min=0.0,
+        max=1.0,
+        help="Exit 1 when more than this fraction of rollouts errored (default: only when all did).",
+    ),
+    install: bool = typer.Option(
+        False,
+        "--install",
+        help="Install OWNER/NAME from the configured hub when it is not installed (no prompt).",
+    ),
+    samples: int = typer.Option(
+        3, "--samples", min=0, help="Sample rollouts to print after the summary (0: none)."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
     as_json: bool = typer.Option(
         False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
-    import asyncio
-    import logging
-
-    import verifiers as vf
-
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr)
     env_kwargs = _json_arg(env_args, "--env-args")
+    sampling = _sampling_flags(sampling_args, max_tokens, temperature)
+    _check_flags(num_examples, rollouts_per_example, max_concurrent, api_client_type)
+    # only what the user gave: the library applies the defaults (the environment's
+    # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
+    eval_kwargs: dict[str, Any] = {
+        "num_examples": num_examples,
+        "rollouts_per_example": rollouts_per_example,
+        **({"max_concurrent": max_concurrent} if max_concurrent is not None else {}),
+        "sampling_args": sampling,
+        "save_results": save_results or resume or output_dir is not None,
+        "output_dir": output_dir,
+        "resume": resume,
+        "state_columns": state_columns,
+    }
+    connect = functools.partial(
+        _connect,
+        model,
+        api_base_url,
+        api_key_var,
+        endpoints_path,
+        max_retries,
+        timeout,
+        api_client_type,
+    )
+    execute = functools.partial(_execute, env_id, env_kwargs, install, connect)
+    _report(execute, eval_kwargs, as_json=as_json, samples=samples, max_error_rate=max_error_rate)
+
+
+def _sampling_flags(
+    sampling_args: str | None, max_tokens: int | None, temperature: float | None
+) -> dict[str, Any]:
+    """``-S`` with ``-t`` and ``-T`` on top."""
     sampling = _json_arg(sampling_args, "--sampling-args")
     if max_tokens is not None:
         sampling["max_tokens"] = max_tokens
     if temperature is not None:
         sampling["temperature"] = temperature
-    if api_client_type not in ("native", "openai"):
-        raise CLIError(
-            f"--api-client-type must be 'native' or 'openai', not {api_client_type!r}", exit_code=2
-        )
+    return sampling
 
-    def execute() -> vf.EvalResult:
-        env = vf.load_environment(env_id, **env_kwargs)
-        # only what the user gave: the library applies the defaults (the environment's
-        # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
-        given: dict[str, Any] = {
-            "num_examples": num_examples,
-            "rollouts_per_example": rollouts_per_example,
-        }
-        if max_concurrent is not None:
-            given["max_concurrent"] = max_concurrent
-        retry = vf.RetryPolicy(max_retries=max_retries)
-        client: Any
-        endpoint: str | None
-        if model == "oracle":
-            client, endpoint, model_name = vf.OracleClient(), None, "oracle"
-        else:
-            ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
-            client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
-            endpoint, model_name = ",".join(ep.base_urls), ep.model
 
-        progress = None if as_json else _Progress(env_id, model_name)
+def _connect(
+    model: str,
+    base_url: str | None,
+    key_var: str | None,
+    endpoints_path: str | None,
+    max_retries: int,
+    timeout: float,
+    client_type: str,
+) -> tuple[Any, str | None, str]:
+    """(client, endpoint recorded in the metadata, model name sent) for ``-m``; a wrong URL
+    fails now, not after a run of retries."""
+    import verifiers as vf
 
-        async def run() -> vf.EvalResult:
-            try:
-                return await vf.evaluate_async(
-                    env,
-                    client,
-                    model_name,
-                    sampling_args=sampling,
-                    save_results=save_results or resume or output_dir is not None,
-                    output_dir=output_dir,
-                    resume=resume,
-                    state_columns=state_columns,
-                    on_progress=progress.update if progress else None,
-                    endpoint=endpoint,
-                    **given,
-                )
-            finally:
-                await client.close()
-                await env.close()
+    if model == "oracle":
+        return vf.OracleClient(), None, "oracle"
+    ep = _resolve_endpoint(model, base_url, key_var, endpoints_path)
+    from verifiers.clients.probe import probe_endpoint
 
-        if progress:
-            progress.start(n_total=None)
+    for url in ep.base_urls:
+        probe_endpoint(url, ep.api_key())
+    retry = vf.RetryPolicy(max_retries=max_retries)
+    client = ep.pool(timeout=timeout, retry=retry, client_type=client_type)
+    return client, ",".join(ep.base_urls), ep.model
+
+
+def _execute(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    install: bool,
+    connect: Callable[[], tuple[Any, str | None, str]],
+    eval_kwargs: dict[str, Any],
+    show_progress: bool,
+) -> Any:
+    """Load the environment, connect, and run the evaluation under a progress bar."""
+    import asyncio
+
+    import verifiers as vf
+
+    env = _load(env_id, env_kwargs, install)
+    client, endpoint, model_name = connect()
+    progress = Progress(env_id, model_name) if show_progress else None
+
+    async def run() -> vf.EvalResult:
         try:
-            result = asyncio.run(run())
-        except BaseException:
-            if progress:
-                progress.stop(clear_if_idle=True)  # a config error stays a one-line message
-            raise
+            return await vf.evaluate_async(
+                env,
+                client,
+                model_name,
+                on_progress=progress.update if progress else None,
+                endpoint=endpoint,
+                **eval_kwargs,
+            )
+        finally:
+            await client.close()
+            await env.close()
+
+    if progress:
+        progress.start(n_total=None)
+    try:
+        result = asyncio.run(run())
+    except BaseException:
         if progress:
-            progress.stop()
-        return result
+            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
+        raise
+    if progress:
+        progress.stop()
+    return result
 
+
+def _report(
+    execute: Callable[[dict[str, Any], bool], Any],
+    eval_kwargs: dict[str, Any],
+    *,
+    as_json: bool,
+    samples: int,
+    max_error_rate: float | None,
+) -> None:
+    """Run, print the summary and samples (or only the JSON metadata on stdout), and fail
+    when too many rollouts errored."""
     if not as_json:
-        _print_summary(execute())
-        return
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-        result = execute()
-    out = dict(result.metadata)
-    out["path"] = str(result.path) if result.path else None
-    sys.stdout.write(json.dumps(out, default=str) + "\n")
-
-
-class _Progress:
-    """A rich progress bar on stderr."""
-
-    def __init__(self, env_id: str, model: str) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn(f"[bold]{env_id}[/] · {model}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("reward {task.fields[reward]}"),
-            TextColumn("errors {task.fields[errors]}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self.task = self.progress.add_task("eval", total=None, reward="-", errors=0)
-        self.rewards: list[float] = []
-        self.errors = 0
-
-    def start(self, n_total: int | None) -> None:
-        self.progress.start()
-
-    def stop(self, clear_if_idle: bool = False) -> None:
-        """Stop the bar; with ``clear_if_idle`` an untouched bar is erased, not left behind."""
-        if clear_if_idle and not self.progress.tasks[0].completed:
-            self.progress.live.transient = True
-            self.progress.live.stop()  # not Progress.stop(): it adds a blank line off a tty
-            return
-        self.progress.stop()
-
-    def update(self, done: int, total: int, record: dict[str, Any]) -> None:
-        if record.get("reward") is not None:
-            self.rewards.append(float(record["reward"]))
-        if record.get("error"):
-            self.errors += 1
-        avg = f"{sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else "-"
-        self.progress.update(self.task, completed=done, total=total, reward=avg, errors=self.errors)
-
-
-def _print_summary(result: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    meta = result.metadata
-    s = meta["summary"]
-    console = Console()
-    table = Table(title=f"{meta['env_id']} · {meta['model']}", show_header=True)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-
-    def fmt(v: Any) -> str:
-        return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
-
-    table.add_row(
-        "rollouts",
-        f"{s['num_rollouts']} ({meta['num_examples']} examples x {meta['rollouts_per_example']})",
-    )
-    table.add_row("reward (mean ± s.e.)", f"{fmt(s['avg_reward'])} ± {fmt(s['reward_stderr'])}")
-    for k, v in s["pass_at_k"].items():
-        table.add_row(f"pass@{k}", fmt(v))
-    for name, v in s["metrics"].items():
-        table.add_row(f"  {name}", fmt(v))
-    errors = ", ".join(f"{k}: {v}" for k, v in s["error_types"].items()) or "0"
-    table.add_row("errored rollouts", f"{s['num_errors']} ({errors})" if s["num_errors"] else "0")
-    if s["num_reward_errors"]:
-        funcs = ", ".join(f"{k}: {v}" for k, v in s["reward_error_funcs"].items())
-        table.add_row("reward function errors", f"{s['num_reward_errors']} ({funcs})")
-    failures = s.get("request_failures") or {}
-    if failures:
-        detail = ", ".join(f"{k}: {v}" for k, v in sorted(failures.items()))
-        table.add_row(
-            "failed requests (retried)",
-            f"{sum(v for k, v in failures.items() if k != 'gave_up')} ({detail})",
-        )
-    table.add_row("truncated", str(s["num_truncated"]))
-    table.add_row(
-        "tokens (prompt / completion)",
-        f"{s['usage']['prompt_tokens']} / {s['usage']['completion_tokens']}",
-    )
-    table.add_row("wall time", f"{meta['wall_time_s']:.2f} s")
-    console.print(table)
-    if result.path:
-        console.print(f"results: {result.path}")
+        result = execute(eval_kwargs, True)
+        print_summary(result)
+        if samples:
+            print_samples(result, samples)
+    else:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
+            result = execute(eval_kwargs, False)
+        out = dict(result.metadata)
+        out["path"] = str(result.path) if result.path else None
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
+    failed = error_verdict(result.metadata["summary"], max_error_rate)
+    if failed:
+        raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
