@@ -25,6 +25,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from verifiers.errors import ConfigError
 from verifiers.types import Messages, SamplingArgs, State
 from verifiers.utils.async_utils import call_maybe_async
 
@@ -69,6 +70,13 @@ class ClassicEnvironmentMixin:
         async def is_completed(self, state: State, **kwargs: Any) -> bool: ...
 
     # ------------------------------------------------------------------ constructor keywords
+
+    def _reject_unknown_kwargs(self, kwargs: Mapping[str, Any]) -> None:
+        """Raise :class:`~verifiers.errors.ConfigError` for constructor keywords that are
+        neither this class's nor classic ones (``_known_kwargs``)."""
+        unknown = sorted(set(kwargs) - self._known_kwargs)
+        if unknown:
+            raise ConfigError(self._unknown_kwargs_message(unknown))
 
     def _unknown_kwargs_message(self, unknown: list[str]) -> str:
         """The error for constructor keywords neither this class nor the classic API takes,

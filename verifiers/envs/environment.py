@@ -121,9 +121,7 @@ class Environment(ClassicEnvironmentMixin):
         env_args: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        unknown = sorted(set(kwargs) - self._known_kwargs)
-        if unknown:
-            raise ConfigError(self._unknown_kwargs_message(unknown))
+        self._reject_unknown_kwargs(kwargs)
         if message_type not in ("chat", "completion"):
             raise ConfigError(f"message_type must be 'chat' or 'completion', not {message_type!r}")
         if message_type == "completion" and (system_prompt or few_shot):
