@@ -90,10 +90,7 @@ def validate_command(
         _print_table(report)
     if not report.ok:
         failed = ", ".join(r.name for r in report.failures)
-        print(
-            f"{report.env_id}: {plural(len(report.failures), 'check')} failed: {failed}",
-            file=sys.stderr,
-        )
+        print(f"{report.env_id}: {plural(len(report.failures), 'check')} failed: {failed}", file=sys.stderr)
         raise SystemExit(1)
 
 
