@@ -78,7 +78,10 @@ def train_command(
     import os
 
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
-        raise typer.Exit(_torchrun(nproc, config, steps, output_dir, no_resume))
+        status = _torchrun(nproc, config, steps, output_dir, no_resume)
+        if status:
+            raise SystemExit(status)
+        return
     rank = int(os.environ.get("RANK", "0"))
 
     from transformers.utils import logging as hf_logging

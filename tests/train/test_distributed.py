@@ -41,8 +41,8 @@ def test_fsdp2_two_processes_match_one(tmp_path: Path) -> None:
     single, sharded = tmp_path / "one.pt", tmp_path / "two.pt"
     _run([sys.executable, str(WORKER), str(single)])
     _run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-port", "0", str(WORKER), str(sharded)]
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         str(WORKER), str(sharded)]
     )  # fmt: skip
     a, b = torch.load(single), torch.load(sharded)
     assert a["rows"] >= 3  # the rows really were spread over both ranks (one padded)
