@@ -213,3 +213,55 @@ async def test_a_tool_call_rollout_becomes_samples(vllm_on_base: Any, tiny_qwen_
         text = tok.decode(built.samples[-1].token_ids)
         assert "<tool_response>\n3\n</tool_response>" in text
         assert built.counts["split"] == len(built.samples) - 1
+
+
+def test_trl_grpo_samples_from_vllm_and_pushes_each_step(
+    vllm_on_base: Any, tiny_qwen_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from verifiers.clients.base import as_client
+    from verifiers.train.trl_adapter import TRLAdapter
+
+    def length(completion: Any, **_: Any) -> float:  # varies between rollouts: a signal
+        return len(completion[-1]["content"] or "") / 20
+
+    rows = [{"question": f"Say A ({i})", "answer": "A"} for i in range(4)]
+    env = vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[length]))
+    adapter = TRLAdapter(
+        env,
+        client=as_client(vllm_on_base.base_url),
+        sampling_args=pinned_sampling_args(1.0, 6),
+        weight_sync="reload",
+        weights_dir=tmp_path / "weights",
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trl"), per_device_train_batch_size=4, num_generations=4,
+        max_completion_length=6, max_steps=2, learning_rate=5e-2, report_to=[], use_cpu=True,
+        bf16=False, save_strategy="no", dataloader_num_workers=0, seed=0, logging_steps=1,
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(tiny_qwen_dir),
+        processing_class=AutoTokenizer.from_pretrained(tiny_qwen_dir),
+        args=args,
+        train_dataset=adapter.train_dataset(),
+        reward_funcs=adapter.reward_func,
+        rollout_func=adapter.rollout_func,
+    )
+    trainer.train()
+    adapter.close()
+    assert trainer.state.global_step == 2
+    assert adapter.synced_steps == [0, 1]  # the step-1 rollouts waited for the step-1 weights
+    # the server now serves what was pushed: its logprobs are those of weights/step_1
+    body = {k: v for k, v in pinned_sampling_args(1.0, 12).items() if k != "extra_body"}
+    out = _chat(vllm_on_base, seed=3, **body, **pinned_sampling_args(1.0, 12)["extra_body"])
+    choice = out["choices"][0]
+    server = torch.tensor([c["logprob"] for c in choice["logprobs"]["content"]])
+    pushed = _trainer_logprobs(
+        tmp_path / "weights" / "step_1", out["prompt_token_ids"], choice["token_ids"], 1.0
+    )
+    assert float((pushed - server).abs().max()) < 1e-3
+    base = _trainer_logprobs(tiny_qwen_dir, out["prompt_token_ids"], choice["token_ids"], 1.0)
+    assert float((base - server).abs().max()) > 1e-2

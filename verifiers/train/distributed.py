@@ -102,7 +102,7 @@ def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
     return [float(x) for x in t.tolist()]
 
 
-def full_model_state(model: Any, info: DistInfo) -> dict[str, torch.Tensor]:
+def full_model_state(model: Any, info: DistInfo) -> dict[str, Any]:
     """The whole model's state dict on the CPU (on rank 0; other ranks get ``{}``).
 
     A collective under FSDP: every rank must call it."""
@@ -111,7 +111,7 @@ def full_model_state(model: Any, info: DistInfo) -> dict[str, torch.Tensor]:
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    state: dict[str, torch.Tensor] = get_model_state_dict(model, options=opts)
+    state: dict[str, Any] = get_model_state_dict(model, options=opts)
     return state if info.is_main else {}
 
 

@@ -103,7 +103,8 @@ class Learner:
     @property
     def param_dtype(self) -> torch.dtype:
         """The parameters' (master weights') dtype."""
-        return next(self.model.parameters()).dtype
+        dtype: torch.dtype = next(self.model.parameters()).dtype
+        return dtype
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         """bf16/fp16 compute over higher-precision parameters (FSDP2 casts by itself)."""
