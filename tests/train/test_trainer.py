@@ -287,3 +287,29 @@ async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(tmp_path:
     assert trainer.step == 2
     assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt").is_file()
     assert Trainer(TrainConfig.from_dict(data)).step == 2
+
+
+async def test_tensorboard_gets_the_metrics_beside_metrics_jsonl(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from verifiers.train.config import TrainConfig
+    from verifiers.train.trainer import Trainer
+
+    cfg = TrainConfig.from_dict(
+        {
+            "env": {"factory": "verifiers.train.tiny:letter_environment"},
+            "rollouts": {"rollouts_per_example": 4, "groups_per_batch": 2, "max_tokens": 4},
+            "train": {
+                "steps": 2, "lr": 1e-2, "seq_len": 64, "warmup_steps": 2, "tensorboard": True,
+                "output_dir": str(tmp_path / "run"),
+            },
+        }
+    )  # fmt: skip
+    history = await Trainer(cfg).run()
+    assert [h["lr"] for h in history] == [5e-3, 1e-2]  # warmup
+    assert all(h["entropy"] > 0 for h in history)
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"reward", "loss", "lr", "entropy", "mismatch_kl", "grad_norm"} <= set(tags)
+    assert [e.value for e in events.Scalars("lr")] == pytest.approx([5e-3, 1e-2])

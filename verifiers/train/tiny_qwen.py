@@ -59,6 +59,7 @@ _CORPUS = [
     "0 1 2 3 4 5 6 7 8 9 10 100 1000 + - * / = ( ) [ ] { } < > : , . ! ?",
 ]
 _VOCAB_SIZE = 512
+_BUILD = 2  # bump when the model's configuration changes (invalidates cached directories)
 
 
 def build_bpe_tokenizer() -> Any:
@@ -95,15 +96,13 @@ def build_tiny_qwen2(tokenizer: Any, *, seed: int = 0, hidden_size: int = 64) ->
         hidden_size=hidden_size,
         intermediate_size=hidden_size * 2,
         num_hidden_layers=2,
-        num_attention_heads=hidden_size // 32,
+        num_attention_heads=hidden_size // 32,  # head size 32
         num_key_value_heads=hidden_size // 32,
-        head_dim=32,
         max_position_embeddings=2048,
         tie_word_embeddings=False,
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
-        torch_dtype="float32",
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -117,7 +116,7 @@ def write_tiny_qwen(path: str | Path, *, seed: int = 0) -> Path:
     already holding this seed's build is kept as is. Returns ``path``."""
     out = Path(path)
     stamp = hashlib.sha256(
-        json.dumps([QWEN_CHAT_TEMPLATE, _CORPUS, _VOCAB_SIZE, seed]).encode()
+        json.dumps([QWEN_CHAT_TEMPLATE, _CORPUS, _VOCAB_SIZE, _BUILD, seed]).encode()
     ).hexdigest()[:16]
     if (out / ".vf-tiny-qwen").is_file() and (out / ".vf-tiny-qwen").read_text() == stamp:
         return out
