@@ -116,11 +116,9 @@ def full_model_state(model: Any, info: DistInfo) -> dict[str, Any]:
 
 
 def full_optimizer_state(model: Any, optimizer: Any, info: DistInfo) -> dict[str, Any]:
-    """The optimizer's state with whole (unsharded) tensors, keyed by parameter name under
-    FSDP (rank 0; other ranks get ``{}``). A collective under FSDP."""
-    if not info.enabled:
-        state: dict[str, Any] = optimizer.state_dict()
-        return state
+    """The optimizer's state with whole (unsharded) tensors on the CPU, keyed by parameter
+    name whatever the number of processes, so that a checkpoint resumes with any (rank 0;
+    other ranks get ``{}``). A collective under FSDP."""
     from torch.distributed.checkpoint.state_dict import (
         StateDictOptions,
         get_optimizer_state_dict,
@@ -133,8 +131,10 @@ def full_optimizer_state(model: Any, optimizer: Any, info: DistInfo) -> dict[str
 
 def load_optimizer_state(model: Any, optimizer: Any, state: dict[str, Any], info: DistInfo) -> None:
     """Load what :func:`full_optimizer_state` returned (read on rank 0 under FSDP: the
-    other ranks receive their shards by broadcast)."""
-    if not info.enabled:
+    other ranks receive their shards by broadcast). A state keyed by parameter index (an
+    ``optimizer.state_dict()``) loads as such in one process."""
+    saved = state.get("state") or {}
+    if not info.enabled and saved and all(isinstance(k, int) for k in saved):
         optimizer.load_state_dict(state)
         return
     from torch.distributed.checkpoint.state_dict import (
@@ -142,5 +142,5 @@ def load_optimizer_state(model: Any, optimizer: Any, state: dict[str, Any], info
         set_optimizer_state_dict,
     )
 
-    opts = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    opts = StateDictOptions(full_state_dict=True, broadcast_from_rank0=info.enabled)
     set_optimizer_state_dict(model, optimizer, state, options=opts)
