@@ -47,3 +47,7 @@ def eval_main() -> None:
     )
     single.command(help=eval_cmd.HELP)(eval_cmd.eval_command)
     single(prog_name="vf-eval")
+
+
+if __name__ == "__main__":
+    main()

@@ -18,19 +18,29 @@ HELP = "\n\n".join(
         "CONFIG.toml has these tables; only env is required (the module verifiers.train.config "
         "documents every key):",
         "model: name ('tiny' builds a random model in process; else a Hugging Face id or "
-        "path), dtype, device, seed; hidden_size, num_layers, num_heads, max_positions size "
+        "path), dtype (master weights and optimizer state; fp32 by default), compute_dtype "
+        "(forward and backward; bf16 on GPUs by default), device, seed; hidden_size, num_layers, num_heads, max_positions size "
         "the tiny model.",
         "env: id (an installed environment) or factory ('module:function'; the module may sit "
         "next to the config), args.",
         "inference: backend ('local': the trained model samples in process; 'server': "
         "OpenAI-compatible endpoints that return token ids, e.g. vLLM), base_urls, "
-        "model (the served name), update_weights, update_weights_path, max_batch_size (local).",
+        "model (the served name), weight_sync ('reload': vLLM's dev-mode collective_rpc "
+        "reload of a saved checkpoint; 'nccl': vLLM's weight transfer on GPUs; 'prime-rl'; "
+        "'none'), update_weights (false: 'none'), nccl_host, nccl_port, max_batch_size "
+        "(local).",
         "rollouts: rollouts_per_example, groups_per_batch, max_in_flight, "
         "max_off_policy_steps, temperature, max_tokens, filter_zero_variance, on_mismatch, "
+        "overlong (truncate, mask, zero or drop rollouts longer than train.seq_len), "
+        "sampling_args (overrides of the pinned sampling arguments), "
         "difficulty (a sub-table: easy_ratio, normal_ratio, hard_ratio, easy_at, hard_at, "
         "pass_threshold).",
-        "train: steps, lr, weight_decay, betas, max_grad_norm, seq_len, ratio_low, ratio_high, "
-        "drop_below, activation_checkpointing, checkpoint_every, output_dir, resume.",
+        "train: steps, lr, warmup_steps, lr_schedule (constant, linear, cosine), min_lr_ratio, "
+        "weight_decay, betas, max_grad_norm, seq_len, ratio_low, ratio_high, drop_below, "
+        "logprob_chunk, activation_checkpointing, checkpoint_every, tensorboard, output_dir, "
+        "resume.",
+        "--nproc N runs N processes with torchrun (FSDP2, one GPU each; gloo on the CPU); "
+        "the same as: torchrun --standalone --nproc-per-node N -m cli.main train CONFIG.toml.",
         "Writes OUTPUT_DIR/metrics.jsonl (one JSON object per step: step, reward, loss, "
         "masked_fraction, off_policy_lag, tokens_per_second, ...) and "
         "OUTPUT_DIR/checkpoints/step_N, and resumes from the latest checkpoint unless "
@@ -52,6 +62,9 @@ def train_command(
     no_resume: bool = typer.Option(
         False, "--no-resume", help="Start from scratch even if OUTPUT_DIR has checkpoints."
     ),
+    nproc: int = typer.Option(
+        1, "--nproc", min=1, help="Processes (GPUs) to train with: torchrun + FSDP2."
+    ),
 ) -> None:
     try:
         import torch  # noqa: F401
@@ -62,6 +75,14 @@ def train_command(
             hint="pip install 'verifiers[train]'",
         ) from None
     import asyncio
+    import os
+
+    if nproc > 1 and "WORLD_SIZE" not in os.environ:
+        status = _torchrun(nproc, config, steps, output_dir, no_resume)
+        if status:
+            raise SystemExit(status)
+        return
+    rank = int(os.environ.get("RANK", "0"))
 
     from transformers.utils import logging as hf_logging
 
@@ -77,17 +98,39 @@ def train_command(
         cfg.train.resume = False
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     trainer = Trainer(cfg, on_step=_printer(cfg.train.steps))
-    if trainer.step:
+    if trainer.step and rank == 0:
         print(f"resuming at step {trainer.step} from {cfg.train.output_dir}", file=sys.stderr)
     if trainer.step >= cfg.train.steps:
-        print(f"nothing to do: already trained {trainer.step} of {cfg.train.steps} steps")
+        if rank == 0:
+            print(f"nothing to do: already trained {trainer.step} of {cfg.train.steps} steps")
         return
     history = asyncio.run(trainer.run())
+    if rank != 0:
+        return
     last = history[-1]
     print(
         f"done: {trainer.step} steps, reward {last['reward']:.3f}, "
         f"metrics in {Path(cfg.train.output_dir) / 'metrics.jsonl'}"
     )
+
+
+def _torchrun(
+    nproc: int, config: Path, steps: int | None, output_dir: Path | None, no_resume: bool
+) -> int:
+    """Run this command in ``nproc`` processes under torchrun; its exit status."""
+    import subprocess
+
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node", str(nproc), "-m", "cli.main", "train", str(config),
+    ]  # fmt: skip
+    if steps is not None:
+        cmd += ["--steps", str(steps)]
+    if output_dir is not None:
+        cmd += ["--output-dir", str(output_dir)]
+    if no_resume:
+        cmd.append("--no-resume")
+    return subprocess.call(cmd)
 
 
 def _printer(total: int) -> Any:
@@ -100,7 +143,8 @@ def _printer(total: int) -> Any:
         def show_rich(m: dict[str, Any]) -> None:
             console.print(
                 f"[bold]step {m['step'] + 1}/{total}[/] reward [green]{m['reward']:.3f}[/] "
-                f"loss {m['loss']:+.4f} masked {m['masked_fraction']:.1%} "
+                f"loss {m['loss']:+.4f} lr {m['lr']:.2e} entropy {m['entropy']:.3f} "
+                f"masked {m['masked_fraction']:.1%} kl {m['mismatch_kl']:.1e} "
                 f"lag {m['off_policy_lag']:.1f} {m['tokens_per_second']:.0f} tok/s "
                 f"[dim]({m['step_seconds']:.2f}s, adapter {m['adapter_share']:.1%})[/]"
             )
@@ -110,7 +154,8 @@ def _printer(total: int) -> Any:
     def show_plain(m: dict[str, Any]) -> None:
         print(
             f"step {m['step'] + 1}/{total} reward {m['reward']:.3f} loss {m['loss']:+.4f} "
-            f"masked {m['masked_fraction']:.3f} lag {m['off_policy_lag']:.1f} "
+            f"lr {m['lr']:.2e} entropy {m['entropy']:.3f} masked {m['masked_fraction']:.3f} "
+            f"kl {m['mismatch_kl']:.1e} lag {m['off_policy_lag']:.1f} "
             f"tok/s {m['tokens_per_second']:.0f}",
             flush=True,
         )

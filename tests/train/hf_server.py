@@ -1,5 +1,6 @@
 """A real HTTP inference server for tests: OpenAI-style chat completions (with vLLM's
-``return_token_ids``) served by a Hugging Face model, and ``POST /update_weights``."""
+``return_token_ids``) served by a Hugging Face model, and vLLM's dev-mode weight reload ``POST /collective_rpc
+{"method": "reload_weights", "kwargs": {"weights_path": DIR}}``."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ class HFServer:
     def __init__(self, model: Any, tokenizer: Any) -> None:
         self.model = model
         self.client = LocalModelClient(model, tokenizer, seed=7)
-        self.updates: list[int] = []
+        self.updates: list[int] = []  # the step_N of each reloaded directory
+        self.refuse = False  # answer reloads with 500 (a server that cannot load them)
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -66,14 +68,23 @@ class HFServer:
             }
         )
 
-    async def _update(self, request: web.Request) -> web.Response:
+    async def _collective_rpc(self, request: web.Request) -> web.Response:
+        from pathlib import Path
+
         from transformers import AutoModelForCausalLM
 
         body = await request.json()
-        fresh = AutoModelForCausalLM.from_pretrained(body["path"])
+        if self.refuse:
+            return web.json_response({"error": "cannot load"}, status=500)
+        assert body["method"] == "reload_weights", body
+        path = body["kwargs"]["weights_path"]
+        fresh = AutoModelForCausalLM.from_pretrained(path)
         self.model.load_state_dict(fresh.state_dict())
-        self.updates.append(int(body["step"]))
-        return web.json_response({"ok": True})
+        self.updates.append(int(Path(path).name.split("_")[1]))
+        return web.json_response({"results": [None]})
+
+    async def _reset_prefix_cache(self, request: web.Request) -> web.Response:
+        return web.Response(status=200)
 
     def __enter__(self) -> HFServer:
         started = threading.Event()
@@ -83,7 +94,8 @@ class HFServer:
             self._loop = loop
             app = web.Application()
             app.router.add_post("/v1/chat/completions", self._chat)
-            app.router.add_post("/update_weights", self._update)
+            app.router.add_post("/collective_rpc", self._collective_rpc)
+            app.router.add_post("/reset_prefix_cache", self._reset_prefix_cache)
             self._runner = web.AppRunner(app)
             loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -67,20 +67,17 @@ async def test_server_backend_trains_and_syncs_weights(tmp_path: Path, char_toke
         assert more[0]["masked_fraction"] == 0.0 and abs(more[0]["mean_ratio"] - 1.0) < 1e-3
 
 
-async def test_a_server_without_the_update_endpoint_is_a_clear_error(
+async def test_a_refused_weight_push_is_a_clear_error_and_the_version_stays(
     tmp_path: Path, char_tokenizer: Any
 ) -> None:
     from verifiers.errors import InfraError
 
     with HFServer(build_tiny_model(len(char_tokenizer), seed=0), char_tokenizer) as server:
+        server.refuse = True
         cfg = TrainConfig.from_dict(
             {
                 "env": {"factory": "tests.train.toy_env:load_environment"},
-                "inference": {
-                    "backend": "server",
-                    "base_urls": [server.base_url],
-                    "update_weights_path": "/nope",
-                },
+                "inference": {"backend": "server", "base_urls": [server.base_url]},
                 "rollouts": {
                     "rollouts_per_example": 2,
                     "groups_per_batch": 1,
@@ -90,8 +87,27 @@ async def test_a_server_without_the_update_endpoint_is_a_clear_error(
                 "train": {"steps": 1, "seq_len": 64, "output_dir": str(tmp_path / "run")},
             }
         )
-        with pytest.raises(InfraError, match=r"POST /nope .*update_weights = false"):
-            await Trainer(cfg).run()
+        trainer = Trainer(cfg)
+        with pytest.raises(InfraError, match=r"refused the weight update .*HTTP 500.*DEV_MODE"):
+            await trainer.run()
+        # the server never confirmed: the rollouts are still attributed to version 0
+        assert trainer.source is not None and trainer.source.policy_version == 0
+
+
+def test_the_old_update_weights_path_setting_names_its_replacement() -> None:
+    from verifiers.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"update_weights_path is gone.*weight_sync"):
+        TrainConfig.from_dict(
+            {
+                "env": {"factory": "m:f"},
+                "inference": {
+                    "backend": "server",
+                    "base_urls": ["http://x/v1"],
+                    "update_weights_path": "/u",
+                },
+            }
+        )
 
 
 async def test_token_ids_of_another_model_are_a_clear_error(tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
     late = sum(r["reward"] for r in rows[-3:]) / 3
     assert late > 0.5, [round(r["reward"], 3) for r in rows]
     documented = (
-        "step reward loss masked_fraction dropped_sequences mean_ratio grad_norm off_policy_lag "
+        "step reward loss lr entropy mismatch_kl logprob_diff_mean sync_seconds "
+        "masked_fraction dropped_sequences mean_ratio grad_norm off_policy_lag "
         "off_policy_lag_max num_samples num_tokens num_loss_tokens micro_batches "
         "dropped_overlong wait_seconds adapter_seconds adapter_share step_seconds "
         "tokens_per_second counts"
@@ -93,7 +94,10 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
     resumed = Trainer(cfg)
     assert resumed.step == 20
     exp_avg = resumed.optimizer.state_dict()["state"][0]["exp_avg"]
-    assert torch.equal(exp_avg, saved["optimizer"]["state"][0]["exp_avg"])
+    # saved by parameter name (resumable with any number of processes)
+    first_param = next(iter(saved["optimizer"]["state"]))
+    assert first_param == "model.embed_tokens.weight"
+    assert torch.equal(exp_avg, saved["optimizer"]["state"][first_param]["exp_avg"])
     again = runner.invoke(app, ["train", str(EXAMPLE), "--output-dir", str(out), "--steps", "22"])
     assert again.exit_code == 0, again.output
     assert [r["step"] for r in _metrics(out)] == [*range(20), 20, 21]
@@ -287,3 +291,29 @@ async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(tmp_path:
     assert trainer.step == 2
     assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt").is_file()
     assert Trainer(TrainConfig.from_dict(data)).step == 2
+
+
+async def test_tensorboard_gets_the_metrics_beside_metrics_jsonl(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from verifiers.train.config import TrainConfig
+    from verifiers.train.trainer import Trainer
+
+    cfg = TrainConfig.from_dict(
+        {
+            "env": {"factory": "verifiers.train.tiny:letter_environment"},
+            "rollouts": {"rollouts_per_example": 4, "groups_per_batch": 2, "max_tokens": 4},
+            "train": {
+                "steps": 2, "lr": 1e-2, "seq_len": 64, "warmup_steps": 2, "tensorboard": True,
+                "output_dir": str(tmp_path / "run"),
+            },
+        }
+    )  # fmt: skip
+    history = await Trainer(cfg).run()
+    assert [h["lr"] for h in history] == [5e-3, 1e-2]  # warmup
+    assert all(h["entropy"] > 0 for h in history)
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"reward", "loss", "lr", "entropy", "mismatch_kl", "grad_norm"} <= set(tags)
+    assert [e.value for e in events.Scalars("lr")] == pytest.approx([5e-3, 1e-2])

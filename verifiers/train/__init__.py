@@ -26,6 +26,12 @@ _EXPORTS: dict[str, str] = {
     "masked_importance_sampling_loss": "verifiers.train.loss",
     "LossOutput": "verifiers.train.loss",
     "token_logprobs": "verifiers.train.loss",
+    "chunked_token_logprobs": "verifiers.train.loss",
+    "Learner": "verifiers.train.learner",
+    "make_weight_sync": "verifiers.train.weight_sync",
+    "pinned_sampling_args": "verifiers.train.trainer",
+    "VLLMServer": "verifiers.train.vllm_launch",
+    "write_tiny_qwen": "verifiers.train.tiny_qwen",
     "LocalModelClient": "verifiers.train.local_client",
     "build_char_tokenizer": "verifiers.train.tiny",
     "build_tiny_model": "verifiers.train.tiny",
@@ -39,6 +45,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "Batch",
     "DifficultyConfig",
+    "Learner",
     "LocalModelClient",
     "LossOutput",
     "PackResult",
@@ -50,15 +57,20 @@ __all__ = [
     "TRLAdapter",
     "TrainConfig",
     "Trainer",
+    "VLLMServer",
     "build_char_tokenizer",
     "build_samples",
     "build_tiny_model",
+    "chunked_token_logprobs",
     "group_mean_advantages",
     "letter_environment",
     "load_train_config",
+    "make_weight_sync",
     "masked_importance_sampling_loss",
     "pack_samples",
+    "pinned_sampling_args",
     "token_logprobs",
+    "write_tiny_qwen",
 ]
 
 
@@ -77,8 +89,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.train.config import TrainConfig, load_train_config
+    from verifiers.train.learner import Learner
     from verifiers.train.local_client import LocalModelClient
-    from verifiers.train.loss import LossOutput, masked_importance_sampling_loss, token_logprobs
+    from verifiers.train.loss import (
+        LossOutput,
+        chunked_token_logprobs,
+        masked_importance_sampling_loss,
+        token_logprobs,
+    )
     from verifiers.train.packing import PackedMicroBatch, PackResult, pack_samples
     from verifiers.train.rollout_source import (
         Batch,
@@ -89,5 +107,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from verifiers.train.samples import Sample, SampleBuild, build_samples
     from verifiers.train.tiny import build_char_tokenizer, build_tiny_model, letter_environment
-    from verifiers.train.trainer import Trainer
+    from verifiers.train.tiny_qwen import write_tiny_qwen
+    from verifiers.train.trainer import Trainer, pinned_sampling_args
     from verifiers.train.trl_adapter import TRLAdapter
+    from verifiers.train.vllm_launch import VLLMServer
+    from verifiers.train.weight_sync import make_weight_sync

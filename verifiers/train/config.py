@@ -47,9 +47,17 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+
+
 class ModelSection(_Section):
+    """``dtype`` is the parameters' (master weights and optimizer state; "auto": float32);
+    ``compute_dtype`` the forward and backward's ("auto": bfloat16 on GPUs, float32 on the
+    CPU). ``dtype = "bfloat16"`` trains in pure bf16, which loses small updates."""
+
     name: str = "tiny"
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    dtype: Dtype = "auto"
+    compute_dtype: Dtype = "auto"
     device: str = "auto"
     seed: int = 0
     hidden_size: int = Field(64, ge=8)
@@ -73,17 +81,35 @@ class EnvSection(_Section):
 
 
 class InferenceSection(_Section):
+    """``weight_sync`` (server backend): "reload" (vLLM's dev-mode collective_rpc reloads a
+    saved checkpoint), "nccl" (vLLM's weight-transfer engine, GPUs), "prime-rl" (POST
+    /update_weights {"weight_dir"}), "none". See :mod:`verifiers.train.weight_sync`."""
+
     backend: Literal["local", "server"] = "local"
     base_urls: list[str] = Field(default_factory=list)
     model: str | None = None
+    weight_sync: Literal["reload", "nccl", "prime-rl", "none"] = "reload"
     update_weights: bool = True
-    update_weights_path: str = "/update_weights"
+    nccl_host: str = "127.0.0.1"
+    nccl_port: int = Field(29551, ge=1, le=65535)
     max_batch_size: int = Field(64, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "update_weights_path" in data:
+            raise ValueError(
+                "update_weights_path is gone: set weight_sync = 'reload' (stock vLLM with "
+                "VLLM_SERVER_DEV_MODE=1), 'prime-rl' (its /update_weights) or 'nccl'"
+            )
+        return data
 
     @model_validator(mode="after")
     def _urls(self) -> InferenceSection:
         if self.backend == "server" and not self.base_urls:
             raise ValueError("inference.backend = 'server' needs inference.base_urls")
+        if not self.update_weights:
+            self.weight_sync = "none"
         return self
 
 
@@ -105,6 +131,14 @@ class RolloutsSection(_Section):
     max_tokens: int = Field(256, ge=1)
     filter_zero_variance: bool = True
     on_mismatch: Literal["split", "drop"] = "split"
+    # what happens to rollouts longer than train.seq_len, before advantages are computed:
+    # "truncate" cuts them (their reward stays), "mask" cuts them and trains on none of their
+    # tokens (they still count in their group's advantages), "zero" cuts them and sets
+    # their reward to 0, "drop" removes them from their group
+    overlong: Literal["truncate", "mask", "zero", "drop"] = "mask"
+    # extra sampling arguments for the server (they override the pinned ones: the loss then
+    # no longer sees the distribution the server sampled from; watch mismatch_kl)
+    sampling_args: dict[str, Any] = Field(default_factory=dict)
     difficulty: DifficultySection | None = None
 
 
@@ -114,6 +148,11 @@ class TrainSection(_Section):
     weight_decay: float = Field(0.0, ge=0)
     betas: tuple[float, float] = (0.9, 0.999)
     max_grad_norm: float = Field(1.0, gt=0)
+    warmup_steps: int = Field(0, ge=0)
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    min_lr_ratio: float = Field(0.0, ge=0, le=1)
+    logprob_chunk: int = Field(1024, ge=1)
+    tensorboard: bool = False
     seq_len: int = Field(2048, ge=8)
     ratio_low: float = 0.5
     ratio_high: float = 5.0

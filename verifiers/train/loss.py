@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["LossOutput", "masked_importance_sampling_loss", "token_logprobs"]
+__all__ = [
+    "LossOutput",
+    "chunked_token_logprobs",
+    "masked_importance_sampling_loss",
+    "token_logprobs",
+]
 
 
 @dataclass(slots=True)
@@ -49,6 +54,66 @@ def token_logprobs(
     picked = torch.gather(shifted, -1, targets).squeeze(-1)
     lp = picked - torch.logsumexp(shifted, dim=-1)
     return torch.nn.functional.pad(lp, (1, 0), value=0.0)
+
+
+def _chunk_logprobs_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 logprobs of ``targets`` and (detached) entropies for one chunk of positions."""
+    scaled = logits.float() / temperature
+    lse = torch.logsumexp(scaled, dim=-1, keepdim=True)
+    picked = torch.gather(scaled, -1, targets.unsqueeze(-1)).squeeze(-1)
+    with torch.no_grad():
+        logp = scaled.detach() - lse.detach()
+        entropy = -(logp.exp() * logp).sum(-1)
+    return picked - lse.squeeze(-1), entropy
+
+
+def chunked_token_logprobs(
+    logits: torch.Tensor,
+    token_ids: torch.Tensor,
+    temperature: float = 1.0,
+    *,
+    chunk_size: int = 1024,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`token_logprobs` without a full-vocabulary fp32 copy, plus per-token entropy.
+
+    The positions are processed ``chunk_size`` at a time and each chunk's fp32 work is
+    recomputed in the backward pass (activation checkpointing), so the extra memory is one
+    chunk's ``chunk_size x V`` fp32 block instead of ``T x V`` (for T = 8192 and V = 151,936:
+    about 0.62 GB instead of 5.0 GB for the copy and as much again for what autograd keeps).
+    Returns ``(logprobs, entropy)``, both ``[..., T]`` fp32 and aligned to ``token_ids``
+    (position 0 is 0); the entropy is of the temperature-scaled distribution, detached.
+    """
+    from torch.utils.checkpoint import checkpoint
+
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    shifted = logits[..., :-1, :]
+    targets = token_ids[..., 1:]
+    lps: list[torch.Tensor] = []
+    ents: list[torch.Tensor] = []
+    for start in range(0, shifted.shape[-2], chunk_size):
+        part = shifted[..., start : start + chunk_size, :]
+        tgt = targets[..., start : start + chunk_size]
+        if part.requires_grad:
+            lp, ent = checkpoint(
+                _chunk_logprobs_entropy, part, tgt, temperature, use_reentrant=False
+            )
+        else:
+            lp, ent = _chunk_logprobs_entropy(part, tgt, temperature)
+        lps.append(lp)
+        ents.append(ent)
+    pad = torch.nn.functional.pad
+    if not lps:
+        empty = torch.zeros(token_ids.shape, dtype=torch.float32, device=logits.device)
+        return empty, empty.clone()
+    return (
+        pad(torch.cat(lps, dim=-1), (1, 0), value=0.0),
+        pad(torch.cat(ents, dim=-1), (1, 0), value=0.0),
+    )
 
 
 def masked_importance_sampling_loss(

@@ -115,6 +115,8 @@ class RolloutSourceConfig:
     difficulty: DifficultyConfig | None = None
     on_mismatch: Literal["split", "drop"] = "split"
     seed: int = 0
+    max_seq_len: int | None = None
+    overlong: Literal["truncate", "mask", "zero", "drop"] = "mask"
     max_failed_groups: int = 32
     max_skipped_groups: int = 64
 
@@ -462,16 +464,8 @@ class RolloutSource:
             return 0
         group_rewards = [float(s["reward"]) for s in valid]
         rewards.setdefault(str(valid[0].get("task") or "default"), []).extend(group_rewards)
-        if self.config.filter_zero_variance and max(group_rewards) - min(group_rewards) < 1e-9:
-            counts["zero_variance_groups"] += 1
-            return 0
-        advantages = self.advantage_fn(group_rewards)
-        if len(advantages) != len(valid):
-            raise ConfigError(
-                f"advantage_fn returned {len(advantages)} values for {len(valid)} rewards"
-            )
-        group_samples: list[Sample] = []
-        for state, adv in zip(valid, advantages, strict=True):
+        built_all: list[list[Sample]] = []
+        for state in valid:
             built = build_samples(
                 state,
                 tokenizer=self.tokenizer,
@@ -480,14 +474,80 @@ class RolloutSource:
                 on_mismatch=self.config.on_mismatch,
             )
             counts.update(built.counts)
-            for sample in built.samples:
+            built_all.append(built.samples)
+        train_rewards, built_all = apply_overlong(
+            group_rewards, built_all, self.config.max_seq_len, self.config.overlong, counts
+        )
+        if not train_rewards:
+            return 0
+        if self.config.filter_zero_variance and max(train_rewards) - min(train_rewards) < 1e-9:
+            counts["zero_variance_groups"] += 1
+            return 0
+        advantages = self.advantage_fn(train_rewards)
+        if len(advantages) != len(train_rewards):
+            raise ConfigError(
+                f"advantage_fn returned {len(advantages)} values for {len(train_rewards)} rewards"
+            )
+        group_samples: list[Sample] = []
+        for built_samples, adv in zip(built_all, advantages, strict=True):
+            for sample in built_samples:
                 sample.advantage = float(adv)
-            group_samples.extend(built.samples)
+            group_samples.extend(built_samples)
         if not group_samples:
             return 0
         samples.extend(group_samples)
         lags.append(lag)
         return 1
+
+
+def apply_overlong(
+    rewards: list[float],
+    built: list[list[Sample]],
+    limit: int | None,
+    mode: str,
+    counts: Counter[str],
+) -> tuple[list[float], list[list[Sample]]]:
+    """Handle the rollouts of one group that have a sample longer than ``limit`` tokens
+    (counted as ``overlong``), before advantages so that "zero" and "drop" change them:
+
+    * ``truncate``: cut to ``limit`` tokens, trained with the rollout's reward;
+    * ``mask``: cut, and none of its tokens trained (its reward still counts in the group);
+    * ``zero``: cut, trained with reward 0;
+    * ``drop``: removed from the group.
+
+    ``rewards[i]`` and ``built[i]`` are rollout ``i``'s; returns the rewards and samples to
+    compute advantages with (samples without loss tokens left out)."""
+    if limit is None:
+        return rewards, built
+    kept_rewards: list[float] = []
+    kept: list[list[Sample]] = []
+    for reward, samples in zip(rewards, built, strict=True):
+        if any(len(s) > limit for s in samples):
+            counts["overlong"] += 1
+            if mode == "drop":
+                continue
+            for s in samples:
+                if len(s) > limit:
+                    truncate_sample(s, limit, train=mode != "mask")
+            if mode == "zero":
+                reward = 0.0
+                for s in samples:
+                    s.reward = 0.0
+        kept_rewards.append(reward)
+        kept.append([s for s in samples if any(s.mask)])
+    return kept_rewards, kept
+
+
+def truncate_sample(sample: Sample, max_len: int, *, train: bool) -> None:
+    """Cut ``sample`` to its first ``max_len`` tokens (in place) and mark it truncated;
+    ``train=False`` also clears its mask (it carries no loss)."""
+    del sample.token_ids[max_len:]
+    del sample.mask[max_len:]
+    if sample.logprobs is not None:
+        del sample.logprobs[max_len:]
+    if not train:
+        sample.mask[:] = [False] * len(sample.mask)
+    sample.is_truncated = True
 
 
 def env_rows(env: Any) -> list[Mapping[str, Any]]:

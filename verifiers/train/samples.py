@@ -74,7 +74,8 @@ class Sample:
 @dataclass(slots=True)
 class SampleBuild:
     """Samples built from one rollout and what happened on the way (counts by event name:
-    ``split``, ``dropped_mismatch``, ``dropped_empty``, ``retokenized``, ``errored``)."""
+    ``split``, ``dropped_mismatch``, ``dropped_empty``, ``retokenized``, ``errored``,
+    ``logprob_length_mismatch``)."""
 
     samples: list[Sample]
     counts: Counter[str]
@@ -96,14 +97,17 @@ class _Segment:
         self.mask.extend([False] * len(ids))
         self.logprobs.extend([0.0] * len(ids))
 
-    def extend_policy(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> None:
+    def extend_policy(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> bool:
+        """Append the model's tokens; False when ``logprobs`` do not match them in length
+        (the sample then has no sampling logprobs: the trainer treats it as on-policy)."""
         self.tokens.extend(ids)
         self.mask.extend([True] * len(ids))
         if logprobs is None or len(logprobs) != len(ids):
             self.has_logprobs = False
             self.logprobs.extend([0.0] * len(ids))
-        else:
-            self.logprobs.extend(float(x) for x in logprobs)
+            return logprobs is None
+        self.logprobs.extend(float(x) for x in logprobs)
+        return True
 
 
 def build_samples(
@@ -140,6 +144,10 @@ def build_samples(
             counts["dropped_mismatch"] += 1
             return SampleBuild([], counts)
         prompt_ids, completion_ids, logprobs = step_ids
+        # tokens a chat template adds after the model's end of turn are not the model's
+        policy_len = _policy_length(completion_ids, tokenizer, logprobs)
+        after_turn = completion_ids[policy_len:]
+        completion_ids = completion_ids[:policy_len]
         if current is not None and _extends(prompt_ids, current.tokens):
             current.extend_context(prompt_ids[len(current.tokens) :])
         else:
@@ -163,7 +171,17 @@ def build_samples(
             current = _Segment()
             segments.append(current)
             current.extend_context(prompt_ids)
-        current.extend_policy(completion_ids, logprobs)
+        if not current.extend_policy(completion_ids, logprobs):
+            counts["logprob_length_mismatch"] += 1
+            _warn_once(
+                "logprob-length",
+                "the server returned %s logprobs for %d tokens (first: example %s); such "
+                "samples are trained as on-policy; counted as logprob_length_mismatch",
+                len(logprobs or []),
+                len(completion_ids),
+                state.get("example_id"),
+            )
+        current.extend_context(after_turn)
 
     reward = float(state.get("reward") or 0.0)
     components = {
@@ -213,6 +231,21 @@ def _error_text(error: Any) -> str | None:
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}"
     return str(error)
+
+
+def _policy_length(
+    completion_ids: Sequence[int], tokenizer: ChatTokenizer | None, logprobs: Any
+) -> int:
+    """How many of a turn's completion tokens are the model's: up to and including its last
+    end-of-turn token (the tokenizer's eos) when tokens follow it that the server gave no
+    logprobs for (a re-tokenized turn: e.g. the newline after ``<|im_end|>``)."""
+    eos = getattr(tokenizer, "eos_token_id", None) if tokenizer is not None else None
+    if eos is None or logprobs is not None or not completion_ids:
+        return len(completion_ids)
+    ids = list(completion_ids)
+    if eos not in ids or ids[-1] == eos:
+        return len(ids)
+    return len(ids) - ids[::-1].index(eos)
 
 
 def _extends(ids: Sequence[int], prefix: Sequence[int]) -> bool:

