@@ -572,6 +572,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         return project_page(request, norm, owner, who, scoped=True, fmt=fmt)
 
+    from hub_server.routes import pages, runs_api
+
+    app.include_router(runs_api.router)
+    app.include_router(pages.router)  # last: /{owner} and /{owner}/{name} match broadly
     return app
 
 

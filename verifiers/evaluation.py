@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -219,6 +220,18 @@ def _check_same_config(run_dir: Path, config: dict[str, Any], digest: str) -> No
     )
 
 
+def _run_id(run_dir: Path | None) -> str:
+    """The id of the run being resumed (kept, so a pushed run stays one run), else a new one."""
+    import orjson
+
+    try:
+        old = orjson.loads((run_dir / METADATA_FILE).read_bytes()) if run_dir else None
+    except (OSError, ValueError):
+        old = None
+    rid = old.get("run_id") if isinstance(old, dict) else None
+    return rid if isinstance(rid, str) and rid else uuid.uuid4().hex
+
+
 def _find_resumable(base: Path, digest: str) -> Path | None:
     if not base.is_dir():
         return None
@@ -355,6 +368,7 @@ async def evaluate_async(
     started_at = datetime.now(UTC).isoformat()
     t0 = time.perf_counter()
     metadata: dict[str, Any] = {
+        "run_id": _run_id(run_dir) if resume else uuid.uuid4().hex,
         "config_hash": digest,
         "config": config,
         "env_id": env.env_id,
