@@ -20,7 +20,7 @@ from cli._common import CLIError, handle_errors
 
 HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
-    "(or the built-in `-m oracle`)."
+    "(or the built-in `-m oracle`). `vf eval push RUN_DIR` shares a run on the hub."
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -149,6 +149,12 @@ def eval_command(
         False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    push: bool = typer.Option(
+        False, "--push", help="Push the finished run to the hub (as `vf eval push RUN_DIR`)."
+    ),
+    allow_unverified: bool = typer.Option(
+        False, "--allow-unverified", help="With --push: accept an unverified environment."
+    ),
 ) -> None:
     import asyncio
     import logging
@@ -203,7 +209,7 @@ def eval_command(
                     rollouts_per_example=r,
                     max_concurrent=max_concurrent,
                     sampling_args=sampling,
-                    save_results=save_results or resume or output_dir is not None,
+                    save_results=save_results or resume or push or output_dir is not None,
                     output_dir=output_dir,
                     resume=resume,
                     state_columns=state_columns,
@@ -227,12 +233,24 @@ def eval_command(
         return result
 
     if not as_json:
-        _print_summary(execute())
+        result = execute()
+        _print_summary(result)
+        if push and result.path:
+            from cli.eval_push import push_run, report
+
+            report(push_run(result.path, env=None, allow_unverified=allow_unverified))
         return
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
         result = execute()
+        pushed = None
+        if push and result.path:
+            from cli.eval_push import push_run
+
+            pushed = push_run(result.path, env=None, allow_unverified=allow_unverified)
     out = dict(result.metadata)
     out["path"] = str(result.path) if result.path else None
+    if pushed is not None:
+        out["pushed"] = pushed
     sys.stdout.write(json.dumps(out, default=str) + "\n")
 
 

@@ -44,6 +44,13 @@ def _root(
 
 
 def main() -> None:
+    import sys
+
+    if sys.argv[1:3] == ["eval", "push"]:  # `vf eval push RUN_DIR`, beside `vf eval ENV`
+        from cli.eval_push import push_main
+
+        push_main(sys.argv[3:])
+        return
     app()
 
 

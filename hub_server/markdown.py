@@ -46,8 +46,9 @@ def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable("table").enable("strikethrough")
     md.validateLink = lambda url: safe_url(url)  # type: ignore[method-assign]
-    default_link = md.renderer.rules.get("link_open")
-    default_image = md.renderer.rules.get("image")
+    renderer: Any = md.renderer
+    default_link = renderer.rules.get("link_open")
+    default_image = renderer.rules.get("image")
 
     def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
         tok = tokens[idx]
@@ -58,7 +59,7 @@ def _parser() -> MarkdownIt:
             tok.attrSet("rel", "nofollow noopener noreferrer")
         if default_link is not None:
             return str(default_link(tokens, idx, options, env))
-        return str(md.renderer.renderToken(tokens, idx, options, env))
+        return str(renderer.renderToken(tokens, idx, options, env))
 
     def image(tokens: Any, idx: int, options: Any, env: Any) -> str:
         tok = tokens[idx]
@@ -68,7 +69,7 @@ def _parser() -> MarkdownIt:
         tok.attrSet("referrerpolicy", "no-referrer")
         if default_image is not None:
             return str(default_image(tokens, idx, options, env))
-        return str(md.renderer.renderToken(tokens, idx, options, env))
+        return str(renderer.renderToken(tokens, idx, options, env))
 
     md.add_render_rule("link_open", link_open)
     md.add_render_rule("image", image)

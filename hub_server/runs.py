@@ -147,9 +147,16 @@ class RunService:
                 raise BadRequest("the run has no results; evaluate first, then push")
             body.seek(0)
             return self._record(
-                who, run_id, meta, summary, got.content_sha256, body, body_size,
-                project=project, allow_unverified=allow_unverified,
-            )  # fmt: skip
+                who,
+                run_id,
+                meta,
+                summary,
+                got.content_sha256,
+                body,
+                body_size,
+                project=project,
+                allow_unverified=allow_unverified,
+            )
 
     def _record(
         self,
@@ -294,9 +301,14 @@ class RunService:
             if row is None or not row[0].results_key:
                 raise NotFound(f"no run {run_id} of {owner}/{name}")
             result, version, pusher = row
-            info = {"version": version, "pusher": pusher, "verified": result.verified,
-                    "created_at": result.created_at, "run_id": run_id}  # fmt: skip
-            key, sha = result.results_key, result.results_sha256 or ""
+            info = {
+                "version": version,
+                "pusher": pusher,
+                "verified": result.verified,
+                "created_at": result.created_at,
+                "run_id": run_id,
+            }
+            key, sha = str(result.results_key), result.results_sha256 or ""
         return Run.open(self._materialise(key, sha)), info
 
     def _materialise(self, key: str, sha: str) -> Path:

@@ -73,7 +73,9 @@ def _chrome(request: Request, who: Principal | None) -> dict[str, Any]:
     }
 
 
-def _html(request: Request, who: Principal | None, template: str, status: int = 200, **ctx: Any) -> Response:  # fmt: skip
+def _html(
+    request: Request, who: Principal | None, template: str, status: int = 200, **ctx: Any
+) -> Response:
     chrome = _chrome(request, who)
     body = _env(request).get_template(template).render(chrome=chrome, **ctx)
     return _page(request, body, status, private=who is not None)
@@ -92,9 +94,14 @@ def error_page(request: Request, exc: HubError) -> Response:
     who = None
     titles = {404: "Not found", 401: "Sign in needed", 403: "Not allowed"}
     return _html(
-        request, who, "error.html", exc.status,
-        status=exc.status, title=titles.get(exc.status, "Error"), message=exc.message,
-    )  # fmt: skip
+        request,
+        who,
+        "error.html",
+        exc.status,
+        code=exc.status,
+        title=titles.get(exc.status, "Error"),
+        message=exc.message,
+    )
 
 
 def _guard(request: Request, fn: Any) -> Any:
@@ -124,7 +131,9 @@ def static(name: str) -> Response:
 @router.get("/-/signin")
 def signin_form(request: Request, next: str = "/") -> Response:
     who = page_principal(request)
-    return _html(request, who, "signin.html", csrf=csrf_token(request), next=_local(next), message="")  # fmt: skip
+    return _html(
+        request, who, "signin.html", csrf=csrf_token(request), next=_local(next), message=""
+    )
 
 
 @router.post("/-/signin")
@@ -135,7 +144,15 @@ def signin(
     next: Annotated[str, Form(max_length=2000)] = "/",
 ) -> Response:
     def again(message: str, status: int) -> Response:
-        return _html(request, None, "signin.html", status, csrf=csrf_token(request), next=_local(next), message=message)  # fmt: skip
+        return _html(
+            request,
+            None,
+            "signin.html",
+            status,
+            csrf=csrf_token(request),
+            next=_local(next),
+            message=message,
+        )
 
     if not csrf_ok(request, csrf):
         return again("the form expired or came from another site; sign in again", 400)
@@ -170,7 +187,9 @@ def _local(url: str) -> str:
 # ---------------------------------------------------------------------------- lists
 
 
-def _listing(request: Request, owner: str | None, q: str, tag: str, sort: str, page: int) -> Response:  # fmt: skip
+def _listing(
+    request: Request, owner: str | None, q: str, tag: str, sort: str, page: int
+) -> Response:
     who = page_principal(request)
     svc = _service(request)
     result = svc.list_projects(
@@ -182,24 +201,44 @@ def _listing(request: Request, owner: str | None, q: str, tag: str, sort: str, p
     if sort == "name":  # within the page; the service orders by recency
         items = sorted(items, key=lambda p: (p.owner, p.name))
     return _html(
-        request, who, "projects.html",
+        request,
+        who,
+        "projects.html",
         heading=f"{owner}'s environments" if owner else "Environments",
         action=f"/{owner}" if owner else "/",
-        items=items, total=result.total, q=q, tag=tag, sort=sort, page=page,
+        items=items,
+        total=result.total,
+        q=q,
+        tag=tag,
+        sort=sort,
+        page=page,
         pages=max(1, math.ceil(result.total / PER_PAGE)),
-    )  # fmt: skip
+    )
 
 
 Q = Annotated[str, Query(max_length=200)]
 
 
 @router.get("/")
-def home(request: Request, q: Q = "", tag: Q = "", sort: Q = "recent", page: Annotated[int, Query(ge=1, le=2**31)] = 1) -> Response:  # fmt: skip
+def home(
+    request: Request,
+    q: Q = "",
+    tag: Q = "",
+    sort: Q = "recent",
+    page: Annotated[int, Query(ge=1, le=2**31)] = 1,
+) -> Response:
     return _guard(request, lambda: _listing(request, None, q, tag, sort, page))  # type: ignore[no-any-return]
 
 
 @router.get("/{owner}")
-def owner_page(request: Request, owner: str, q: Q = "", tag: Q = "", sort: Q = "recent", page: Annotated[int, Query(ge=1, le=2**31)] = 1) -> Response:  # fmt: skip
+def owner_page(
+    request: Request,
+    owner: str,
+    q: Q = "",
+    tag: Q = "",
+    sort: Q = "recent",
+    page: Annotated[int, Query(ge=1, le=2**31)] = 1,
+) -> Response:
     def go() -> Response:
         if owner.lower() in RESERVED or not _service(request).namespace_exists(owner):
             raise NotFound(f"no user or organisation {owner!r} on this hub")
@@ -235,11 +274,17 @@ def project_page(request: Request, owner: str, name: str, version: Q = "") -> Re
         ks = sorted({k for row in board for k in row.pass_at_k}, key=int)
         board_ks = [ks[0], ks[-1]] if len(ks) > 1 else ks
         return _html(
-            request, who, "project.html",
-            p=p, rel=rel, board=board, board_ks=board_ks, validation=None,
+            request,
+            who,
+            "project.html",
+            p=p,
+            rel=rel,
+            board=board,
+            board_ks=board_ks,
+            validation=None,
             readme=Markup(render_readme(p.description)),
             base_url=str(request.base_url).rstrip("/"),
-        )  # fmt: skip
+        )
 
     return _guard(request, go)  # type: ignore[no-any-return]
 
@@ -258,16 +303,25 @@ async def hub_run_page(request: Request, owner: str, name: str, run_id: str) -> 
         run, info = _runs(request).open_run(who, owner, name, run_id)
         urls = RunUrls(f"/{quote(owner)}/{quote(name)}/runs/{quote(run_id)}")
         html = run_page(
-            _env(request), run, urls, dict(request.query_params), _run_chrome(request, who),
-            template="hub_run.html", owner=owner, name=name, info=info,
-        )  # fmt: skip
+            _env(request),
+            run,
+            urls,
+            dict(request.query_params),
+            _run_chrome(request, who),
+            template="hub_run.html",
+            owner=owner,
+            name=name,
+            info=info,
+        )
         return _page(request, html, private=who is not None)
 
     return await run_in_threadpool(_guard, request, go)  # type: ignore[no-any-return]
 
 
 @router.get("/{owner}/{name}/runs/{run_id}/rollouts/{i}")
-async def hub_rollout_page(request: Request, owner: str, name: str, run_id: str, i: int) -> Response:  # fmt: skip
+async def hub_rollout_page(
+    request: Request, owner: str, name: str, run_id: str, i: int
+) -> Response:
     def go() -> Response:
         who = page_principal(request)
         run, _ = _runs(request).open_run(who, owner, name, run_id)

@@ -67,7 +67,7 @@ async def push_run(
                 body_size=size,
                 project=project,
                 allow_unverified=allow_unverified,
-            )  # fmt: skip
+            )
         )
     return JSONResponse(result.model_dump(mode="json"), status_code=201 if result.created else 200)
 

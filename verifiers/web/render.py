@@ -37,14 +37,14 @@ class RunUrls:
 
 def _num(value: Any, digits: int = 3) -> str:
     if value is None:
-        return "–"
+        return "-"
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
         if not math.isfinite(value):
-            return "–"
+            return "-"
         return f"{value:.{digits}f}"
     return str(value)
 

@@ -268,7 +268,9 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
 
     ma, mb = means(a), means(b)
     shared = sorted(set(ma) & set(mb), key=lambda e: (-abs(mb[e] - ma[e]), e))
-    rows = [{"example_id": e, "a": ma[e], "b": mb[e], "delta": mb[e] - ma[e]} for e in shared]
+    rows: list[dict[str, Any]] = [
+        {"example_id": e, "a": ma[e], "b": mb[e], "delta": mb[e] - ma[e]} for e in shared
+    ]
     better = sum(1 for r in rows if r["delta"] > 1e-12)
     worse = sum(1 for r in rows if r["delta"] < -1e-12)
     return {
