@@ -62,6 +62,11 @@ def _number(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _nan_or(v: Any) -> float:
+    n = _number(v)
+    return math.nan if n is None else n
+
+
 @dataclass
 class RunIndex:
     """The index of one ``results.jsonl`` (see the module docstring)."""
@@ -92,39 +97,49 @@ class RunIndex:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError:
             rec = None
-        if not isinstance(rec, dict):
+        if type(rec) is not dict:
             self.skipped_lines += 1
             return
+        get = rec.get
         self.offsets.append(offset)
         self.lengths.append(len(line))
-        reward = _number(rec.get("reward"))
-        self.rewards.append(math.nan if reward is None else reward)
-        idx = rec.get("rollout_index")
-        self.rollout_index.append(idx if isinstance(idx, int) and abs(idx) < 2**62 else 0)
-        err = rec.get("error")
+        reward = get("reward")
+        self.rewards.append(reward if type(reward) is float else _nan_or(reward))
+        idx = get("rollout_index")
+        self.rollout_index.append(idx if type(idx) is int and abs(idx) < 2**62 else 0)
+        err = get("error")
         self.errored.append(1 if err else 0)
         etype = ""
         if err:
-            etype = str(err.get("type") or "error") if isinstance(err, dict) else "error"
-        self.error_types.append(etype[:100])
-        self.example_ids.append(str(rec.get("example_id"))[:200])
-        self.excerpts.append(excerpt_of(rec.get("prompt")))
-        metrics = rec.get("metrics")
-        if isinstance(metrics, dict):
+            etype = str(err.get("type") or "error")[:100] if type(err) is dict else "error"
+        self.error_types.append(etype)
+        ex = get("example_id")
+        self.example_ids.append(ex if type(ex) is str and len(ex) <= 200 else str(ex)[:200])
+        self.excerpts.append(excerpt_of(get("prompt")))
+        metrics = get("metrics")
+        if type(metrics) is dict:
+            sums = self.metric_sums
             for name, value in metrics.items():
-                v = _number(value)
-                if v is not None:
-                    acc = self.metric_sums.setdefault(str(name), [0.0, 0.0])
-                    acc[0] += v
-                    acc[1] += 1
+                if type(value) is not float:
+                    value = _number(value)
+                    if value is None:
+                        continue
+                elif value != value or value in (math.inf, -math.inf):
+                    continue
+                acc = sums.get(name)
+                if acc is None:
+                    acc = sums[str(name)] = [0.0, 0.0]
+                acc[0] += value
+                acc[1] += 1
+        totals = self.totals
         for group in ("usage", "timing"):
-            values = rec.get(group)
-            if isinstance(values, dict):
+            values = get(group)
+            if type(values) is dict:
                 for name, value in values.items():
-                    v = _number(value)
+                    v = value if type(value) in (int, float) else _number(value)
                     if v is not None:
                         key = f"{group}.{name}"
-                        self.totals[key] = self.totals.get(key, 0.0) + v
+                        totals[key] = totals.get(key, 0.0) + v
 
     def scan(self, path: Path, start: int) -> None:
         """Index the complete lines of ``path`` from byte ``start`` on (a torn last line,

@@ -4,7 +4,6 @@ rollouts, and the comparison of two runs on the same examples."""
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -91,6 +90,7 @@ class Run:
     path: Path
     metadata: dict[str, Any] = field(default_factory=dict)
     _index: RunIndex | None = None
+    _summary: tuple[Any, dict[str, Any]] | None = None
 
     @classmethod
     def open(cls, path: Path) -> Run:
@@ -122,18 +122,29 @@ class Run:
 
     def summary(self) -> dict[str, Any]:
         """Counts, reward mean ± s.e., pass@k, metric means, errors by type, usage, timing,
-        computed from the index (so it matches the file, even mid-run)."""
+        computed from the index (so it matches the file, even mid-run); computed once per
+        state of the file."""
         idx = self.index
-        rewards = [r for r in idx.rewards if not math.isnan(r)]
-        n = len(idx)
-        mean = sum(rewards) / len(rewards) if rewards else None
-        stderr = statistics.stdev(rewards) / math.sqrt(len(rewards)) if len(rewards) > 1 else None
+        key = (idx.file_size, idx.mtime_ns, idx.inode)
+        if self._summary is None or self._summary[0] != key:
+            self._summary = (key, self._compute_summary())
+        return self._summary[1]
+
+    def _compute_summary(self) -> dict[str, Any]:
+        idx = self.index
+        rewards = self.rewards()
+        n, k = len(idx), len(rewards)
+        mean = math.fsum(rewards) / k if k else None
+        stderr = None
+        if mean is not None and k > 1:
+            var = math.fsum((r - mean) ** 2 for r in rewards) / (k - 1)
+            stderr = math.sqrt(var / k)
         threshold = float((self.metadata.get("summary") or {}).get("pass_threshold", 0.5))
         totals = idx.totals
         return {
             "num_rollouts": n,
-            "num_scored": len(rewards),
-            "num_errors": sum(idx.errored),
+            "num_scored": k,
+            "num_errors": idx.errored.count(1),
             "error_types": dict(Counter(t for t in idx.error_types if t).most_common()),
             "avg_reward": mean,
             "reward_stderr": stderr,
@@ -155,23 +166,33 @@ class Run:
         }
 
     def _pass_at_k(self, threshold: float) -> dict[str, float]:
+        """Unbiased pass@k averaged over examples; examples are grouped by their (samples,
+        correct) counts so each distinct pair is computed once."""
         idx = self.index
-        by_example: dict[str, list[float]] = defaultdict(list)
+        counts: dict[str, list[int]] = {}
         for ex, r in zip(idx.example_ids, idx.rewards, strict=True):
-            if not math.isnan(r):
-                by_example[ex].append(r)
+            if r == r:  # not NaN
+                c = counts.get(ex)
+                if c is None:
+                    c = counts[ex] = [0, 0]
+                c[0] += 1
+                if r >= threshold:
+                    c[1] += 1
+        pairs = Counter((nc[0], nc[1]) for nc in counts.values())
         kmax = int(self.metadata.get("rollouts_per_example") or 0) or max(
-            (len(v) for v in by_example.values()), default=0
+            (nn for nn, _ in pairs), default=0
         )
         out: dict[str, float] = {}
         for k in range(1, kmax + 1):
-            vals = [
-                pass_at_k(len(v), sum(1 for x in v if x >= threshold), k)
-                for v in by_example.values()
-                if len(v) >= k
-            ]
-            if vals:
-                out[str(k)] = sum(vals) / len(vals)
+            total = weight = 0
+            acc = 0.0
+            for (nn, cc), times in pairs.items():
+                if nn >= k:
+                    acc += pass_at_k(nn, cc, k) * times
+                    weight += times
+            total = weight
+            if total:
+                out[str(k)] = acc / total
         return out
 
     # ------------------------------------------------------------------ rollouts
@@ -232,7 +253,7 @@ class Run:
         return self.index.read(self.results, i)
 
     def rewards(self) -> list[float]:
-        return [r for r in self.index.rewards if not math.isnan(r)]
+        return [r for r in self.index.rewards if r == r]
 
 
 def _finite(x: float) -> float:

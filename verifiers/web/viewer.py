@@ -3,7 +3,8 @@ HTTP server (no server extra needed).
 
 Routes: ``/`` runs list; ``/run/KEY/`` a run (summary + filtered, paged rollouts);
 ``/run/KEY/rollouts/I`` one rollout; ``/compare?a=KEY&b=KEY``; ``/static/NAME``. ``KEY`` is
-the run directory's path relative to the root (``.`` for the root itself).
+the run directory's path relative to the root (``@root`` for the root itself: browsers
+collapse ``/./``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from verifiers.web.runs import Run, find_runs
 
 __all__ = ["Response", "Viewer", "serve"]
 
+ROOT_KEY = "@root"
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
@@ -67,13 +69,14 @@ class Viewer:
 
     def key_of(self, path: Path) -> str:
         rel = path.relative_to(self.root).as_posix()
-        return rel if rel != "." else "."
+        return rel if rel != "." else ROOT_KEY
 
     def run_urls(self, path: Path) -> RunUrls:
-        return RunUrls(f"/run/{quote(self.key_of(path))}")
+        return RunUrls(f"/run/{quote(self.key_of(path), safe='/@')}")
 
     def _run(self, key: str) -> Run | None:
-        path = (self.root / unquote(key)).resolve()
+        key = unquote(key)
+        path = self.root if key == ROOT_KEY else (self.root / key).resolve()
         if path != self.root and self.root not in path.parents:
             return None  # no way out of the root
         if not ((path / METADATA_FILE).is_file() or (path / RESULTS_FILE).is_file()):
