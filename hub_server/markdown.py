@@ -50,7 +50,7 @@ def _parser() -> MarkdownIt:
     default_link = renderer.rules.get("link_open")
     default_image = renderer.rules.get("image")
 
-    def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
+    def link_open(_self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         tok = tokens[idx]
         href = str(tok.attrGet("href") or "")
         if not safe_url(href):
@@ -61,7 +61,7 @@ def _parser() -> MarkdownIt:
             return str(default_link(tokens, idx, options, env))
         return str(renderer.renderToken(tokens, idx, options, env))
 
-    def image(tokens: Any, idx: int, options: Any, env: Any) -> str:
+    def image(_self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         tok = tokens[idx]
         if not safe_url(str(tok.attrGet("src") or ""), image=True):
             tok.attrSet("src", "")

@@ -40,9 +40,15 @@ def page_principal(request: Request) -> Principal | None:
 
 
 def csrf_token(request: Request) -> str:
-    """The CSRF token for this browser (its cookie's value, or a new one to set)."""
+    """The CSRF token for this browser (its cookie's value, or a new one to set, the same
+    for the whole request)."""
     value = request.cookies.get(CSRF_COOKIE, "")
-    return value if len(value) >= 32 else secrets.token_urlsafe(32)
+    if len(value) >= 32:
+        return value
+    fresh = getattr(request.state, "new_csrf", None)
+    if fresh is None:
+        fresh = request.state.new_csrf = secrets.token_urlsafe(32)
+    return str(fresh)
 
 
 def csrf_ok(request: Request, submitted: str | None) -> bool:
