@@ -72,7 +72,7 @@ def test_unreadable_cache_beside_falls_back_to_cache_dir(
 def test_filters_paging_and_summary(tmp_path: Path) -> None:
     run = Run.open(write_run(tmp_path / "r", 120, rollouts_per_example=4, error_every=10))
     page = run.page(Filters(), page=3, per_page=50)
-    assert page.total == 120 and page.pages == 3 and [r["i"] for r in page.rows][0] == 100
+    assert page.total == 120 and page.pages == 3 and page.rows[0]["i"] == 100
     errored = run.page(Filters.parse({"errored": "yes"}))
     assert errored.total == 12 and all(r["error_type"] == "ModelError" for r in errored.rows)
     ranged = run.page(Filters.parse({"reward_min": "0.5", "reward_max": "0.6"}))
