@@ -38,6 +38,11 @@ from verifiers.web.render import RunUrls, make_env, static_file
 router = APIRouter(include_in_schema=False)
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 PER_PAGE = 20
+# The pages run no script at all; README images may come from any https URL.
+PAGE_CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 def wants_html(request: Request) -> bool:
@@ -85,6 +90,8 @@ def _page(request: Request, body: str, status: int = 200, *, private: bool) -> R
     resp = HTMLResponse(body, status_code=status)
     resp.headers["Vary"] = "Accept, Cookie"
     resp.headers["Cache-Control"] = ("private, " if private else "") + "no-cache"
+    resp.headers["Content-Security-Policy"] = PAGE_CSP
+    resp.headers["X-Content-Type-Options"] = "nosniff"
     set_csrf_cookie(request, resp, csrf_token(request))
     return resp
 
