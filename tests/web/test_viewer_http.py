@@ -95,3 +95,27 @@ def test_vf_view_command_serves_and_explains_bad_paths(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_first_page_of_an_unindexed_run_comes_from_metadata_then_the_index(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    run = write_run(tmp_path / "big", 120, rollouts_per_example=4, error_every=10)
+    meta = json.loads((run / "metadata.json").read_text())
+    meta["summary"] = {"num_rollouts": 120, "avg_reward": 0.5, "reward_stderr": 0.01,
+                       "pass_at_k": {"1": 0.5}, "metrics": {"correct": 0.5},
+                       "error_types": {"ModelError": 12}, "num_errors": 12}  # fmt: skip
+    (run / "metadata.json").write_text(json.dumps(meta))
+    with serve(tmp_path) as (url, viewer):
+        first = httpx.get(url + "/run/big/")
+        assert first.status_code == 200 and 'id="indexing"' in first.text
+        assert 'http-equiv="refresh"' in first.text and _rows(first.text) == 50
+        assert 'href="/run/big/rollouts/49"' in first.text and "page 1 of 3" in first.text
+        built = viewer._run("big")
+        assert built is not None and built._building is not None
+        built._building.join(60)  # the background build, then the full page
+        full = httpx.get(url + "/run/big/")
+        assert 'id="indexing"' not in full.text and "<svg" in full.text
+        assert _rows(full.text) == 50

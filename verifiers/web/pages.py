@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["compare_page", "rollout_page", "run_page"]
 
 COMPARE_ROWS = 200
+QUICK_PAGES = 20  # pages read from the head of the file while the index is being built
 
 
 def _page_number(raw: str | None) -> int:
@@ -36,15 +37,30 @@ def run_page(
     query: Mapping[str, str],
     chrome: Mapping[str, Any],
     template: str = "run.html",
+    quick: bool = False,
     **extra: Any,
 ) -> str:
     """The run's summary (cards, reward histogram, metric bars, errors) and a filtered page
-    of its rollouts."""
+    of its rollouts.
+
+    With ``quick``, a finished run whose index is not built yet is shown at once from its
+    metadata and the head of its results (the index is built in the background; the page
+    reloads itself until it is there)."""
     from markupsafe import Markup
 
     f = Filters.parse(dict(query))
-    page = run.page(f, _page_number(query.get("page")), PER_PAGE)
-    s = run.summary()
+    number = _page_number(query.get("page"))
+    quick_summary = None
+    if quick and not f.active and number <= QUICK_PAGES and not run.index_ready():
+        quick_summary = run.quick_summary()
+    if quick_summary is not None:
+        s = quick_summary
+        page = run.head_page(number, PER_PAGE, s["num_rollouts"])
+        hist = '<p class="muted">The reward histogram appears once the index is built.</p>'
+    else:
+        page = run.page(f, number, PER_PAGE)
+        s = run.summary()
+        hist = histogram(run.rewards())
     base_q = f.as_query()
 
     def page_url(n: int) -> str:
@@ -59,8 +75,9 @@ def run_page(
         page=page,
         page_url=page_url,
         urls=urls,
-        hist_svg=Markup(histogram(run.rewards())),
+        hist_svg=Markup(hist),
         metrics_svg=Markup(bars(s["metrics"])),
+        indexing=quick_summary is not None,
         **extra,
     )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["RunIndex", "excerpt_of", "load_index"]
+__all__ = ["RunIndex", "cached_index", "excerpt_of", "head_records", "load_index"]
 
 MAGIC = b"VFIDX2\n"
 EXCERPT_CHARS = 160
@@ -286,6 +286,53 @@ def _save(idx: RunIndex, paths: list[Path]) -> None:
             continue
 
 
+def _valid(idx: RunIndex | None, st: os.stat_result) -> bool:
+    return idx is not None and (idx.file_size, idx.mtime_ns, idx.inode) == (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ino,
+    )
+
+
+def cached_index(results: Path) -> RunIndex | None:
+    """The cached index of ``results`` when it is still valid, else None (nothing is built)."""
+    try:
+        st = results.stat()
+    except FileNotFoundError:
+        return RunIndex()
+    idx = _load_cached(_cache_paths(results))
+    return idx if _valid(idx, st) else None
+
+
+def head_records(results: Path, start: int, count: int) -> list[tuple[int, dict[str, Any]]]:
+    """``(position, record)`` of complete lines ``start .. start+count-1`` of ``results``,
+    reading only as far as needed (what a first page shows before the index exists)."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    pos = -1
+    try:
+        f = results.open("rb")
+    except FileNotFoundError:
+        return out
+    with f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            if not line.strip():
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if type(rec) is not dict:
+                continue
+            pos += 1
+            if pos >= start + count:
+                break
+            if pos >= start:
+                out.append((pos, rec))
+    return out
+
+
 def load_index(results: Path) -> RunIndex:
     """The index of ``results`` (a ``results.jsonl``): cached, extended or built."""
     try:
@@ -294,11 +341,7 @@ def load_index(results: Path) -> RunIndex:
         return RunIndex()
     paths = _cache_paths(results)
     idx = _load_cached(paths)
-    if idx is not None and (idx.file_size, idx.mtime_ns, idx.inode) == (
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ino,
-    ):
+    if idx is not None and _valid(idx, st):
         return idx
     if idx is None or st.st_size < idx.indexed_bytes or not _still_prefix(idx, results, st.st_ino):
         idx = RunIndex()

@@ -4,6 +4,7 @@ rollouts, and the comparison of two runs on the same examples."""
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,7 +14,13 @@ from typing import Any
 import orjson
 
 from verifiers.results import METADATA_FILE, RESULTS_FILE, pass_at_k
-from verifiers.web.runindex import RunIndex, load_index
+from verifiers.web.runindex import (
+    RunIndex,
+    cached_index,
+    excerpt_of,
+    head_records,
+    load_index,
+)
 
 __all__ = ["Filters", "Page", "Run", "compare_runs", "find_runs"]
 
@@ -91,6 +98,8 @@ class Run:
     metadata: dict[str, Any] = field(default_factory=dict)
     _index: RunIndex | None = None
     _summary: tuple[Any, dict[str, Any]] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _building: threading.Thread | None = None
 
     @classmethod
     def open(cls, path: Path) -> Run:
@@ -109,9 +118,70 @@ class Run:
 
     @property
     def index(self) -> RunIndex:
+        """The index (built now, if no valid one is cached: may take seconds on a huge run)."""
         if self._index is None:
-            self._index = load_index(self.results)
+            with self._lock:
+                if self._index is None:
+                    self._index = load_index(self.results)
         return self._index
+
+    def index_ready(self) -> bool:
+        """Whether the index can be had at once (held, or cached and valid); else start
+        building it in the background (once) and answer False until it is built."""
+        if self._index is not None:
+            return True
+        with self._lock:  # the builder sets _index under this lock: the answer is consistent
+            if self._index is not None:
+                return True
+            if self._building is None:
+                cached = cached_index(self.results)
+                if cached is not None:
+                    self._index = cached
+                    return True
+                self._building = threading.Thread(target=lambda: self.index, daemon=True)
+                self._building.start()
+            return False
+
+    def quick_summary(self) -> dict[str, Any] | None:
+        """The summary vf-eval wrote into metadata.json for a finished run (what a first page
+        shows while the index is being built), or None."""
+        s = self.metadata.get("summary")
+        if self.metadata.get("status") != "completed" or not isinstance(s, dict):
+            return None
+        if not isinstance(s.get("num_rollouts"), int):
+            return None
+        return {
+            "num_rollouts": s["num_rollouts"],
+            "num_errors": s.get("num_errors", 0),
+            "error_types": s.get("error_types") or {},
+            "avg_reward": s.get("avg_reward"),
+            "reward_stderr": s.get("reward_stderr"),
+            "pass_at_k": s.get("pass_at_k") or {},
+            "metrics": s.get("metrics") or {},
+            "usage": s.get("usage") or {},
+            "timing": {"wall_time_s": self.metadata.get("wall_time_s")},
+            "skipped_lines": 0,
+        }
+
+    def head_page(self, page: int, per_page: int, total: int) -> Page:
+        """A page in file order read straight from the file (no index needed)."""
+        got = head_records(self.results, (page - 1) * per_page, per_page)
+        rows = []
+        for i, rec in got:
+            reward = rec.get("reward")
+            err = rec.get("error")
+            rows.append(
+                {
+                    "i": i,
+                    "example_id": str(rec.get("example_id")),
+                    "rollout_index": rec.get("rollout_index", 0),
+                    "reward": reward if isinstance(reward, int | float) else None,
+                    "error_type": (str(err.get("type") or "error") if isinstance(err, dict)
+                                   else "error") if err else "",
+                    "excerpt": excerpt_of(rec.get("prompt")),
+                }
+            )  # fmt: skip
+        return Page(rows, total, page, per_page)
 
     @property
     def title(self) -> str:

@@ -116,7 +116,7 @@ class Viewer:
         if not sep:
             if not rest.endswith("/"):
                 return Response(301, b"", headers={"Location": urls.page(query)})
-            return _html(run_page(self._env, run, urls, query, self.chrome()))
+            return _html(run_page(self._env, run, urls, query, self.chrome(), quick=True))
         if not tail.isdigit():
             return self._not_found(f"no rollout {tail!r}: rollouts are numbered from 0")
         html = rollout_page(self._env, run, urls, int(tail), self.chrome())
