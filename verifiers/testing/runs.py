@@ -21,7 +21,10 @@ def write_run(
 ) -> Path:
     """A run directory in vf-eval's format: ``n`` rollouts, rewards i/n, every
     ``error_every``-th rollout errored (tests and bench/view_bench.py)."""
+    from verifiers.results import summarize
+
     run_dir.mkdir(parents=True, exist_ok=True)
+    light: list[dict[str, Any]] = []  # what the summary needs, kept small for huge runs
     with (run_dir / "results.jsonl").open("wb") as f:
         for i in range(n):
             errored = bool(error_every) and i % error_every == 0
@@ -66,6 +69,7 @@ def write_run(
                 "timing": {"generation_ms": 12.5, "scoring_ms": 0.5},
             }
             f.write(orjson.dumps(rec) + b"\n")
+            light.append({k: rec[k] for k in ("example_id", "reward", "error", "metrics", "usage")})
     metadata = {
         "run_id": hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:32],
         "env_id": "toy-env",
@@ -75,6 +79,7 @@ def write_run(
         "status": "completed",
         "started_at": "2026-11-24T10:00:00+00:00",
         "wall_time_s": 1.5,
+        "summary": summarize(light, rollouts_per_example),
         **(meta or {}),
     }
     (run_dir / "metadata.json").write_bytes(orjson.dumps(metadata))

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from verifiers.web.render import RunUrls
 from verifiers.web.runs import PER_PAGE, Filters, Run, compare_runs
-from verifiers.web.svg import bars, histogram
+from verifiers.web.svg import bars, histogram_svg
 
 if TYPE_CHECKING:
     import jinja2
@@ -60,7 +60,7 @@ def run_page(
     else:
         page = run.page(f, number, PER_PAGE)
         s = run.summary()
-        hist = histogram(run.rewards())
+        hist = histogram_svg(*run.histogram())
     base_q = f.as_query()
 
     def page_url(n: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["RunIndex", "cached_index", "excerpt_of", "head_records", "load_index"]
+__all__ = ["RunIndex", "cached_index", "excerpt_of", "head_records", "load_index", "save_index"]
 
 MAGIC = b"VFIDX2\n"
 EXCERPT_CHARS = 160
@@ -86,6 +86,7 @@ class RunIndex:
     metric_sums: dict[str, list[float]] = field(default_factory=dict)  # name -> [sum, count]
     totals: dict[str, float] = field(default_factory=dict)  # tokens and timing
     skipped_lines: int = 0  # complete lines that were not JSON objects
+    derived: dict[str, Any] = field(default_factory=dict)  # summaries computed from the above
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -189,6 +190,7 @@ class RunIndex:
                 "metric_sums": self.metric_sums,
                 "totals": self.totals,
                 "skipped_lines": self.skipped_lines,
+                "derived": self.derived,
             }
         )
         body = [
@@ -220,6 +222,7 @@ class RunIndex:
             metric_sums={k: list(v) for k, v in head["metric_sums"].items()},
             totals=dict(head["totals"]),
             skipped_lines=int(head.get("skipped_lines", 0)),
+            derived=dict(head.get("derived") or {}),
         )
         for name, code in (
             ("offsets", "q"),
@@ -347,5 +350,11 @@ def load_index(results: Path) -> RunIndex:
         idx = RunIndex()
     idx.scan(results, idx.indexed_bytes)
     idx.file_size, idx.mtime_ns, idx.inode = st.st_size, st.st_mtime_ns, st.st_ino
+    idx.derived = {}
     _save(idx, paths)
     return idx
+
+
+def save_index(idx: RunIndex, results: Path) -> None:
+    """Write ``idx`` (with what was derived from it since) back to its cache."""
+    _save(idx, _cache_paths(results))

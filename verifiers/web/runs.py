@@ -20,7 +20,9 @@ from verifiers.web.runindex import (
     excerpt_of,
     head_records,
     load_index,
+    save_index,
 )
+from verifiers.web.svg import histogram_bins
 
 __all__ = ["Filters", "Page", "Run", "compare_runs", "find_runs"]
 
@@ -97,7 +99,6 @@ class Run:
     path: Path
     metadata: dict[str, Any] = field(default_factory=dict)
     _index: RunIndex | None = None
-    _summary: tuple[Any, dict[str, Any]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _building: threading.Thread | None = None
 
@@ -195,12 +196,24 @@ class Run:
         computed from the index (so it matches the file, even mid-run); computed once per
         state of the file."""
         idx = self.index
-        key = (idx.file_size, idx.mtime_ns, idx.inode)
-        if self._summary is None or self._summary[0] != key:
-            self._summary = (key, self._compute_summary())
-        return self._summary[1]
+        threshold = float((self.metadata.get("summary") or {}).get("pass_threshold", 0.5))
+        key = f"summary@{threshold!r}"
+        found = idx.derived.get(key)
+        if not isinstance(found, dict):
+            with self._lock:
+                found = idx.derived[key] = self._compute_summary(threshold)
+                lo, hi, counts = histogram_bins(self.rewards())
+                idx.derived["histogram"] = [lo, hi, counts]
+                save_index(idx, self.results)  # the next open reads it back
+        wall = self.metadata.get("wall_time_s")
+        return {**found, "timing": {**found["timing"], "wall_time_s": wall}}
 
-    def _compute_summary(self) -> dict[str, Any]:
+    def histogram(self) -> tuple[float, float, list[int]]:
+        self.summary()
+        lo, hi, counts = self.index.derived["histogram"]
+        return float(lo), float(hi), [int(c) for c in counts]
+
+    def _compute_summary(self, threshold: float) -> dict[str, Any]:
         idx = self.index
         rewards = self.rewards()
         n, k = len(idx), len(rewards)
@@ -209,7 +222,6 @@ class Run:
         if mean is not None and k > 1:
             var = math.fsum((r - mean) ** 2 for r in rewards) / (k - 1)
             stderr = math.sqrt(var / k)
-        threshold = float((self.metadata.get("summary") or {}).get("pass_threshold", 0.5))
         totals = idx.totals
         return {
             "num_rollouts": n,
@@ -230,7 +242,6 @@ class Run:
             "timing": {
                 "avg_generation_ms": totals.get("timing.generation_ms", 0.0) / n if n else 0.0,
                 "avg_scoring_ms": totals.get("timing.scoring_ms", 0.0) / n if n else 0.0,
-                "wall_time_s": self.metadata.get("wall_time_s"),
             },
             "skipped_lines": idx.skipped_lines,
         }

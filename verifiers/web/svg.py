@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-__all__ = ["bars", "histogram"]
+__all__ = ["bars", "histogram", "histogram_bins", "histogram_svg"]
 
 W, H, PAD_L, PAD_B, PAD_T = 480, 180, 40, 28, 10
 
@@ -15,16 +15,35 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def histogram(values: list[float], bins: int = 20, title: str = "reward distribution") -> str:
-    """A histogram of ``values`` over [min(0, lo), max(1, hi)]."""
+def histogram_bins(values: list[float], bins: int = 20) -> tuple[float, float, list[int]]:
+    """``(lo, hi, counts)`` of ``values`` in ``bins`` equal bins over
+    [min(0, lowest), max(1, highest)]; no counts when nothing is finite."""
     finite = [v for v in values if math.isfinite(v)]
     if not finite:
-        return f'<p class="muted">no {escape(title)}: nothing scored yet</p>'
+        return 0.0, 1.0, []
     lo, hi = min(0.0, min(finite)), max(1.0, max(finite))
     width = (hi - lo) / bins or 1.0
     counts = [0] * bins
+    last = bins - 1
     for v in finite:
-        counts[min(int((v - lo) / width), bins - 1)] += 1
+        b = int((v - lo) / width)
+        counts[b if b < last else last] += 1
+    return lo, hi, counts
+
+
+def histogram(values: list[float], bins: int = 20, title: str = "reward distribution") -> str:
+    """A histogram of ``values`` over [min(0, lo), max(1, hi)]."""
+    return histogram_svg(*histogram_bins(values, bins), title=title)
+
+
+def histogram_svg(
+    lo: float, hi: float, counts: list[int], title: str = "reward distribution"
+) -> str:
+    """The SVG of counts from :func:`histogram_bins`."""
+    if not counts or not any(counts):
+        return f'<p class="muted">no {escape(title)}: nothing scored yet</p>'
+    bins = len(counts)
+    width = (hi - lo) / bins or 1.0
     top = max(counts)
     plot_w, plot_h = W - PAD_L - 8, H - PAD_B - PAD_T
     bw = plot_w / bins

@@ -56,6 +56,8 @@ class Viewer:
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
         self._env = make_env()
+        for name in ("run.html", "rollout.html", "runs.html", "compare.html"):
+            self._env.get_template(name)  # compiled now, not on the first request
 
     @property
     def single_run(self) -> bool:
