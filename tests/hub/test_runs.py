@@ -152,3 +152,21 @@ def test_vf_eval_push_command(hub: Hub, tmp_path: Path) -> None:
     assert "Traceback" not in refused.stderr
     ok = _vf(["vf", "eval", "push", str(unver), "--allow-unverified"], hub, token, tmp_path)
     assert ok.returncode == 0 and "(unverified)" in ok.stdout
+
+
+def test_vf_eval_push_flag_pushes_after_the_run(
+    hub: Hub, tmp_path: Path, classic_envs_path: Path
+) -> None:
+    from verifiers.testing.server import ServerProcess
+
+    _, token = hub.new_user("flag")
+    with ServerProcess(responder="responders:solve") as server:
+        proc = _vf(
+            ["vf-eval", "classic_single", "-m", "toy", "-b", server.base_url, "-n", "2",
+             "-r", "1", "--push"],
+            hub, token, tmp_path,
+        )  # fmt: skip
+    # the run finished and was written; the push was tried and refused with the reason
+    assert list(tmp_path.glob("outputs/evals/*/*/results.jsonl")), proc.stderr
+    assert proc.returncode == 1 and "no environment classic_single" in proc.stderr
+    assert "Traceback" not in proc.stderr
