@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from cli._common import CLIError, handle_errors
+from cli.eval_report import Progress, error_verdict, print_samples, print_summary
 
 HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
@@ -49,11 +50,24 @@ def _resolve_endpoint(
     """The :class:`verifiers.EndpointConfig` for ``-m`` from the registry or the flags."""
     from verifiers.clients.endpoints import EndpointConfig, load_endpoints
 
+    named_var = key_var or os.environ.get("VF_API_KEY_VAR")
+    if named_var and os.environ.get(named_var) is None:
+        source = "-k" if key_var else "VF_API_KEY_VAR"
+        raise CLIError(
+            f"the API key variable ${named_var} (named by {source}) is not set",
+            hint=f"export {named_var}=... , or name the variable that holds the key",
+            exit_code=2,
+        )
     default_registry = Path("configs/endpoints.toml")
     registry = endpoints_path or (str(default_registry) if default_registry.is_file() else None)
+    aliases: list[str] = []
     if registry:
         if not Path(registry).is_file():
-            raise CLIError(f"endpoints file {registry} does not exist", exit_code=2)
+            raise CLIError(
+                f"endpoints file {registry} does not exist",
+                hint="configs/endpoints.toml in the repository shows the format",
+                exit_code=2,
+            )
         endpoints = load_endpoints(registry)
         if model in endpoints:
             ep = endpoints[model]
@@ -62,15 +76,82 @@ def _resolve_endpoint(
 
                 ep = dataclasses.replace(ep, api_key_var=key_var)
             return ep
+        aliases = sorted(endpoints)
+        if endpoints_path and not base_url:
+            raise CLIError(
+                f"{model!r} is not an alias in {registry} (aliases: {', '.join(aliases) or 'none'})",
+                hint="pick one of them with -m, or pass -b URL to use it as a model name",
+                exit_code=2,
+            )
     url = base_url or os.environ.get("VF_BASE_URL") or DEFAULT_BASE_URL
-    var = key_var or os.environ.get("VF_API_KEY_VAR") or DEFAULT_KEY_VAR
+    var = named_var or DEFAULT_KEY_VAR
     if os.environ.get(var) is None and url == DEFAULT_BASE_URL:
+        known = (
+            f"{model!r} is not an alias in {registry} ({', '.join(aliases)}), and "
+            if aliases
+            else ""
+        )
         raise CLIError(
-            f"no API key: ${var} is not set",
+            f"{known}no API key for {url}: ${var} is not set",
             hint=f"export {var}=... , pass -k VAR_NAME, point -b at your own endpoint, or use -m oracle",
             exit_code=2,
         )
     return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
+
+
+def _load(env_id: str, env_kwargs: dict[str, Any], install: bool) -> Any:
+    """The environment for ``ENV_ID``: an installed id, or a package directory (not installed).
+
+    ``OWNER/NAME`` that is not installed is installed from the configured hub when ``install``
+    is set, or after a yes on a terminal.
+    """
+    import verifiers as vf
+    from verifiers.loading import load_environment_from_directory
+
+    if Path(env_id).is_dir():
+        return load_environment_from_directory(env_id, **env_kwargs)
+    try:
+        return vf.load_environment(env_id, **env_kwargs)
+    except vf.EnvironmentNotFoundError as e:
+        if "/" not in env_id:
+            raise
+        if not (install or _confirm_install(env_id)):
+            raise CLIError(
+                str(e), hint="or add --install to install it from the hub now", exit_code=2
+            ) from None
+    from cli import env_cmd
+
+    env_cmd.install(spec=env_id, no_deps=False)
+    import importlib
+
+    importlib.invalidate_caches()
+    return vf.load_environment(env_id, **env_kwargs)
+
+
+def _confirm_install(env_id: str) -> bool:
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    from cli.hub_config import hub_target
+
+    return bool(
+        typer.confirm(
+            f"{env_id} is not installed; install it from {hub_target().url}?",
+            default=True,
+            err=True,
+        )
+    )
+
+
+def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int) -> None:
+    """``-n`` is -1 (all) or at least 1; ``-r`` and ``-c`` are at least 1."""
+    if num_examples is not None and num_examples != -1 and num_examples < 1:
+        raise CLIError(
+            f"-n/--num-examples must be -1 (all) or at least 1, got {num_examples}", exit_code=2
+        )
+    if rollouts is not None and rollouts < 1:
+        raise CLIError(f"-r/--rollouts-per-example must be at least 1, got {rollouts}", exit_code=2)
+    if concurrent < 1:
+        raise CLIError(f"-c/--max-concurrent must be at least 1, got {concurrent}", exit_code=2)
 
 
 @handle_errors
@@ -144,6 +225,21 @@ def eval_command(
     api_client_type: str = typer.Option(
         "native", "--api-client-type", help="'native' (fast aiohttp) or 'openai' (official SDK)."
     ),
+    max_error_rate: float | None = typer.Option(
+        None,
+        "--max-error-rate",
+        min=0.0,
+        max=1.0,
+        help="Exit 1 when more than this fraction of rollouts errored (default: only when all did).",
+    ),
+    install: bool = typer.Option(
+        False,
+        "--install",
+        help="Install OWNER/NAME from the configured hub when it is not installed (no prompt).",
+    ),
+    samples: int = typer.Option(
+        3, "--samples", min=0, help="Sample rollouts to print after the summary (0: none)."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
     as_json: bool = typer.Option(
         False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
@@ -174,8 +270,10 @@ def eval_command(
             f"--api-client-type must be 'native' or 'openai', not {api_client_type!r}", exit_code=2
         )
 
+    _check_counts(num_examples, rollouts_per_example, max_concurrent)
+
     def execute() -> vf.EvalResult:
-        env = vf.load_environment(env_id, **env_kwargs)
+        env = _load(env_id, env_kwargs, install)
         defaults = eval_defaults(env_id)
         n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
         r = (
@@ -194,10 +292,14 @@ def eval_command(
             client, endpoint, model_name = vf.OracleClient(), None, "oracle"
         else:
             ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
+            from verifiers.clients.probe import probe_endpoint
+
+            for url in ep.base_urls:  # a wrong URL fails now, not after a run of retries
+                probe_endpoint(url, ep.api_key())
             client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
             endpoint, model_name = ",".join(ep.base_urls), ep.model
 
-        progress = None if as_json else _Progress(env_id, model_name)
+        progress = None if as_json else Progress(env_id, model_name)
 
         async def run() -> vf.EvalResult:
             try:
@@ -234,114 +336,33 @@ def eval_command(
 
     if not as_json:
         result = execute()
-        _print_summary(result)
-        if push and result.path:
-            from cli.eval_push import push_run, report
-
-            report(push_run(result.path, env=None, allow_unverified=allow_unverified))
-        return
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-        result = execute()
-        pushed = None
-        if push and result.path:
-            from cli.eval_push import push_run
-
-            pushed = push_run(result.path, env=None, allow_unverified=allow_unverified)
-    out = dict(result.metadata)
-    out["path"] = str(result.path) if result.path else None
-    if pushed is not None:
-        out["pushed"] = pushed
-    sys.stdout.write(json.dumps(out, default=str) + "\n")
+        print_summary(result)
+        if samples:
+            print_samples(result, samples)
+    else:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
+            result = execute()
+    _finish(result, as_json=as_json, push=push, allow_unverified=allow_unverified,
+            max_error_rate=max_error_rate)  # fmt: skip
 
 
-class _Progress:
-    """A rich progress bar on stderr."""
+def _finish(
+    result: Any, *, as_json: bool, push: bool, allow_unverified: bool, max_error_rate: Any
+) -> None:
+    """After the run: push it (``--push``), print the JSON (``--json``), fail on errors."""
+    failed = error_verdict(result.metadata["summary"], max_error_rate)
+    pushed = None
+    if push and not failed and result.path:
+        from cli.eval_push import push_run, report
 
-    def __init__(self, env_id: str, model: str) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn(f"[bold]{env_id}[/] · {model}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("reward {task.fields[reward]}"),
-            TextColumn("errors {task.fields[errors]}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self.task = self.progress.add_task("eval", total=None, reward="-", errors=0)
-        self.rewards: list[float] = []
-        self.errors = 0
-
-    def start(self, n_total: int | None) -> None:
-        self.progress.start()
-
-    def stop(self, clear_if_idle: bool = False) -> None:
-        """Stop the bar; with ``clear_if_idle`` an untouched bar is erased, not left behind."""
-        if clear_if_idle and not self.progress.tasks[0].completed:
-            self.progress.live.transient = True
-            self.progress.live.stop()  # not Progress.stop(): it adds a blank line off a tty
-            return
-        self.progress.stop()
-
-    def update(self, done: int, total: int, record: dict[str, Any]) -> None:
-        if record.get("reward") is not None:
-            self.rewards.append(float(record["reward"]))
-        if record.get("error"):
-            self.errors += 1
-        avg = f"{sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else "-"
-        self.progress.update(self.task, completed=done, total=total, reward=avg, errors=self.errors)
-
-
-def _print_summary(result: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    meta = result.metadata
-    s = meta["summary"]
-    console = Console()
-    table = Table(title=f"{meta['env_id']} · {meta['model']}", show_header=True)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-
-    def fmt(v: Any) -> str:
-        return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
-
-    table.add_row(
-        "rollouts",
-        f"{s['num_rollouts']} ({meta['num_examples']} examples x {meta['rollouts_per_example']})",
-    )
-    table.add_row("reward (mean ± s.e.)", f"{fmt(s['avg_reward'])} ± {fmt(s['reward_stderr'])}")
-    for k, v in s["pass_at_k"].items():
-        table.add_row(f"pass@{k}", fmt(v))
-    for name, v in s["metrics"].items():
-        table.add_row(f"  {name}", fmt(v))
-    errors = ", ".join(f"{k}: {v}" for k, v in s["error_types"].items()) or "0"
-    table.add_row("errored rollouts", f"{s['num_errors']} ({errors})" if s["num_errors"] else "0")
-    if s["num_reward_errors"]:
-        funcs = ", ".join(f"{k}: {v}" for k, v in s["reward_error_funcs"].items())
-        table.add_row("reward function errors", f"{s['num_reward_errors']} ({funcs})")
-    failures = s.get("request_failures") or {}
-    if failures:
-        detail = ", ".join(f"{k}: {v}" for k, v in sorted(failures.items()))
-        table.add_row(
-            "failed requests (retried)",
-            f"{sum(v for k, v in failures.items() if k != 'gave_up')} ({detail})",
-        )
-    table.add_row("truncated", str(s["num_truncated"]))
-    table.add_row(
-        "tokens (prompt / completion)",
-        f"{s['usage']['prompt_tokens']} / {s['usage']['completion_tokens']}",
-    )
-    table.add_row("wall time", f"{meta['wall_time_s']:.2f} s")
-    console.print(table)
-    if result.path:
-        console.print(f"results: {result.path}")
+        pushed = push_run(result.path, env=None, allow_unverified=allow_unverified)
+        if not as_json:
+            report(pushed)
+    if as_json:
+        out = dict(result.metadata)
+        out["path"] = str(result.path) if result.path else None
+        if pushed is not None:
+            out["pushed"] = pushed
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
+    if failed:
+        raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")

@@ -14,6 +14,9 @@ from cli import (
     validate_cmd,
     view_cmd,
 )
+from cli._common import plain_usage_lines
+
+plain_usage_lines()
 
 app = typer.Typer(
     name="vf",

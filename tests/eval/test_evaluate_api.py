@@ -72,3 +72,21 @@ async def test_a_directory_in_use_by_another_run_is_refused(tmp_path: Path) -> N
     assert (await running).avg_reward == 1.0
     resumed = await vf.evaluate_async(slow, model="oracle", output_dir=tmp_path, resume=True)
     assert resumed.metadata["resumed_records"] == 1
+
+
+async def test_result_files_follow_the_umask(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path / "a")
+        # resume rewrites results.jsonl through a temporary file too
+        await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path / "a", resume=True)
+        os.umask(0o077)
+        await vf.evaluate_async(env(), model="oracle", output_dir=tmp_path / "b")
+    finally:
+        os.umask(old)
+    for name in ("results.jsonl", "metadata.json"):
+        assert stat.S_IMODE((tmp_path / "a" / name).stat().st_mode) == 0o644, name
+        assert stat.S_IMODE((tmp_path / "b" / name).stat().st_mode) == 0o600, name

@@ -245,3 +245,20 @@ def test_prefix_property_holds_for_any_turn(
     nxt = build_chat_completion({"messages": history, "return_token_ids": True}, "ok")
     seq = out["prompt_token_ids"] + out["choices"][0]["token_ids"]
     assert nxt["prompt_token_ids"][: len(seq)] == seq
+
+
+def test_command_line_help_documents_the_responder_protocol_and_every_fault_kind() -> None:
+    import subprocess
+    import sys
+
+    from verifiers.testing.server import FAULT_KINDS
+
+    out = subprocess.run(
+        [sys.executable, "-m", "verifiers.testing.server", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "responder protocol" in out and "tool_calls" in out
+    for kind in FAULT_KINDS:
+        assert f"\n  {kind} " in out, kind
