@@ -142,7 +142,7 @@ def _confirm_install(env_id: str) -> bool:
     )
 
 
-def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int) -> None:
+def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int | None) -> None:
     """``-n`` is -1 (all) or at least 1; ``-r`` and ``-c`` are at least 1."""
     if num_examples is not None and num_examples != -1 and num_examples < 1:
         raise CLIError(
@@ -150,7 +150,7 @@ def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: in
         )
     if rollouts is not None and rollouts < 1:
         raise CLIError(f"-r/--rollouts-per-example must be at least 1, got {rollouts}", exit_code=2)
-    if concurrent < 1:
+    if concurrent is not None and concurrent < 1:
         raise CLIError(f"-c/--max-concurrent must be at least 1, got {concurrent}", exit_code=2)
 
 
@@ -186,8 +186,8 @@ def eval_command(
         "-r",
         help="Rollouts per example (default from the env or 3).",
     ),
-    max_concurrent: int = typer.Option(
-        32, "--max-concurrent", "-c", help="Rollouts in flight at once."
+    max_concurrent: int | None = typer.Option(
+        None, "--max-concurrent", "-c", help="Rollouts in flight at once (default 32)."
     ),
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", "-t", help="Max tokens per model call."
@@ -256,7 +256,6 @@ def eval_command(
     import logging
 
     import verifiers as vf
-    from verifiers.loading import eval_defaults
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr)
     env_kwargs = _json_arg(env_args, "--env-args")
@@ -274,17 +273,14 @@ def eval_command(
 
     def execute() -> vf.EvalResult:
         env = _load(env_id, env_kwargs, install)
-        defaults = eval_defaults(env_id)
-        n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
-        r = (
-            rollouts_per_example
-            if rollouts_per_example is not None
-            else int(defaults.get("rollouts_per_example", 3))
-        )
-        for key in ("max_tokens", "temperature"):
-            if key in defaults and key not in sampling:
-                sampling[key] = defaults[key]
-
+        # only what the user gave: the library applies the defaults (the environment's
+        # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
+        given: dict[str, Any] = {
+            "num_examples": num_examples,
+            "rollouts_per_example": rollouts_per_example,
+        }
+        if max_concurrent is not None:
+            given["max_concurrent"] = max_concurrent
         retry = vf.RetryPolicy(max_retries=max_retries)
         client: Any
         endpoint: str | None
@@ -307,9 +303,6 @@ def eval_command(
                     env,
                     client,
                     model_name,
-                    num_examples=n,
-                    rollouts_per_example=r,
-                    max_concurrent=max_concurrent,
                     sampling_args=sampling,
                     save_results=save_results or resume or push or output_dir is not None,
                     output_dir=output_dir,
@@ -317,6 +310,7 @@ def eval_command(
                     state_columns=state_columns,
                     on_progress=progress.update if progress else None,
                     endpoint=endpoint,
+                    **given,
                 )
             finally:
                 await client.close()

@@ -156,6 +156,7 @@ def load_environment(env_id: str, **env_args: Any) -> Environment:
     env.env_version = version
     env.env_distribution = dist_name
     env.env_wheel_sha256 = _wheel_sha256(dist_name)
+    env.env_eval_defaults = _read_eval_defaults(loader, dist_name)
     return env
 
 
@@ -246,6 +247,7 @@ def load_environment_from_directory(path: str | Path, **env_args: Any) -> Enviro
     env.env_id = name
     env.env_args = dict(env_args)
     env.env_version = str(meta.get("project", {}).get("version") or "") or None
+    env.env_eval_defaults = _eval_section(pyproject.read_text("utf-8"))
     return env
 
 
@@ -258,8 +260,6 @@ def eval_defaults(env_id: str) -> dict[str, Any]:
     (``[tool.hatch.build.targets.wheel.extra-metadata]``), or from a ``pyproject.toml`` beside
     the module for checkouts run without installing.
     """
-    import tomllib
-
     if Path(env_id).is_dir():
         return _eval_section((Path(env_id) / "pyproject.toml").read_text("utf-8"))
     spec = parse_env_id(env_id)
@@ -267,6 +267,12 @@ def eval_defaults(env_id: str) -> dict[str, Any]:
         loader, dist_name, _ = _find_loader(spec)
     except EnvironmentNotFoundError:
         return {}
+    return _read_eval_defaults(loader, dist_name)
+
+
+def _read_eval_defaults(loader: Callable[..., Any], dist_name: str | None) -> dict[str, Any]:
+    import tomllib
+
     texts: list[str] = []
     if dist_name:
         try:

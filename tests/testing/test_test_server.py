@@ -134,7 +134,9 @@ def test_max_model_len_rejects_long_chat_and_completion_prompts() -> None:
         assert status == 200
     env = vf.SingleTurnEnv(dataset=[{"question": "x" * 50}], message_type="completion")
     with OpenAITestServer(max_model_len=40) as srv:
-        (record,) = vf.evaluate(env, srv.base_url, "m").records
+        (record,) = vf.evaluate(
+            env, srv.base_url, "m", num_examples=-1, rollouts_per_example=1
+        ).records
     assert record["stop_condition"] == "prompt_too_long" and record["is_truncated"]
     assert record["error"] is None
 
