@@ -24,13 +24,14 @@ CSRF_COOKIE = "vf_csrf"
 SESSION_SECONDS = 8 * 3600
 
 
-def page_principal(request: Request) -> Principal | None:
-    """Who a page is for: the Authorization header's token, else the session cookie's."""
+def page_principal(request: Request, *, cookie_ok: bool = True) -> Principal | None:
+    """Who a page is for: the Authorization header's token, else (for HTML pages only) the
+    session cookie's."""
     service = request.app.state.service
     secret = token_from_headers(request.headers.get("authorization"))
     if secret:
         return service.authenticate(secret)  # type: ignore[no-any-return]
-    cookie = request.cookies.get(SESSION_COOKIE)
+    cookie = request.cookies.get(SESSION_COOKIE) if cookie_ok else None
     if not cookie:
         return None
     try:

@@ -197,7 +197,7 @@ def _local(url: str) -> str:
 def _listing(
     request: Request, owner: str | None, q: str, tag: str, sort: str, page: int
 ) -> Response:
-    who = page_principal(request)
+    who = page_principal(request, cookie_ok=wants_html(request))
     svc = _service(request)
     result = svc.list_projects(
         who, query=q or None, owner=owner, tag=tag or None, page=page, per_page=PER_PAGE
@@ -265,7 +265,7 @@ def project_page(request: Request, owner: str, name: str, version: Q = "") -> Re
         return RedirectResponse(f"/{owner}/simple/", status_code=301)
 
     def go() -> Response:
-        who = page_principal(request)
+        who = page_principal(request, cookie_ok=wants_html(request))
         svc = _service(request)
         p = svc.get_project(who, owner, name)
         if (p.owner, p.name) != (owner, name):

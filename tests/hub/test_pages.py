@@ -124,6 +124,8 @@ def test_private_pages_need_a_sign_in_cookie(hub: Hub) -> None:
         out = browser.post("/-/signout", data={"csrf": csrf.group(1)})
         assert out.status_code == 303
         assert browser.get(f"/{owner}/{name}").status_code == 404
-    # the cookie never authenticates the JSON API
+    # the cookie never authenticates the JSON API, nor JSON answers of the page URLs
     api = httpx.get(f"{hub.url}/api/v1/projects/{owner}/{name}", cookies={"vf_session": token})
     assert api.status_code == 404
+    as_json = httpx.get(f"{hub.url}/{owner}/{name}", cookies={"vf_session": token})
+    assert as_json.status_code == 404 and as_json.headers["content-type"].startswith("application/json")
