@@ -1,7 +1,7 @@
 """pushed eval runs: run id, results blob, verified flag
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0001 (0002 once the sealed-versions migration is on the same branch)
 Create Date: 2026-11-24
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
+revision = "0003"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
