@@ -114,3 +114,18 @@ def test_first_page_of_an_unindexed_run_comes_from_metadata_then_the_index(
         full = httpx.get(url + "/run/big/")
         assert 'id="indexing"' not in full.text and "<svg" in full.text
         assert _rows(full.text) == 50
+
+
+def test_viewer_needs_no_server_extra(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r", 3)
+    code = (
+        "import sys\n"
+        "for m in ('fastapi', 'starlette', 'sqlalchemy', 'uvicorn', 'hub_server', 'boto3'):\n"
+        "    sys.modules[m] = None\n"
+        "from pathlib import Path\n"
+        "from verifiers.web.viewer import Viewer\n"
+        f"r = Viewer(Path({str(run)!r})).handle('/run/@root/')\n"
+        "assert r.status == 200 and r.body.count(b'rollout-row') == 3, r.status\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
