@@ -297,6 +297,9 @@ def eval_command(
 
         progress = None if as_json else Progress(env_id, model_name)
 
+        def started(path: Path | None) -> None:
+            run_dir[0] = path
+
         async def run() -> vf.EvalResult:
             try:
                 return await vf.evaluate_async(
@@ -310,6 +313,7 @@ def eval_command(
                     state_columns=state_columns,
                     on_progress=progress.update if progress else None,
                     endpoint=endpoint,
+                    on_start=started,
                     **given,
                 )
             finally:
@@ -320,6 +324,10 @@ def eval_command(
             progress.start(n_total=None)
         try:
             result = asyncio.run(run())
+        except KeyboardInterrupt:
+            if progress:
+                progress.stop(clear_if_idle=True)
+            raise _interrupted(run_dir[0]) from None
         except BaseException:
             if progress:
                 progress.stop(clear_if_idle=True)  # a config error stays a one-line message
@@ -328,6 +336,7 @@ def eval_command(
             progress.stop()
         return result
 
+    run_dir: list[Path | None] = [None]
     if not as_json:
         result = execute()
         print_summary(result)
@@ -360,3 +369,24 @@ def _finish(
         sys.stdout.write(json.dumps(out, default=str) + "\n")
     if failed:
         raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
+
+
+def _interrupted(run_dir: Path | None) -> CLIError:
+    """Ctrl-C: where the partial results are and the command that continues the run."""
+    import shlex
+
+    args = list(sys.argv[1:])
+    prog = "vf-eval" if Path(sys.argv[0]).name == "vf-eval" else "vf eval"
+    if prog == "vf eval" and args[:1] == ["eval"]:
+        args = args[1:]
+    if run_dir is None:
+        return CLIError("interrupted (results were not saved: add -s to keep them)", exit_code=130)
+    if "--resume" not in args and "-R" not in args:
+        args.append("--resume")
+    if "-o" not in args and "--output-dir" not in args:
+        args += ["-o", str(run_dir)]
+    return CLIError(
+        f"interrupted: the finished rollouts are saved in {run_dir}",
+        hint=f"continue with: {prog} {shlex.join(args)}",
+        exit_code=130,
+    )

@@ -24,7 +24,7 @@ configuration and runs only what is missing or errored.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,6 +129,7 @@ async def evaluate_async(
     endpoint: str | None = None,
     keep_states: bool = False,
     inputs: Any = None,
+    on_start: Callable[[Path | None], None] | None = None,
 ) -> EvalResult:
     """Evaluate ``env`` (an Environment or an environment id) with ``model``.
 
@@ -151,6 +152,8 @@ async def evaluate_async(
             finished rollouts are kept, missing and errored ones run again.
         state_columns: extra state keys copied into each record.
         on_progress: called as ``on_progress(done, total, record)`` after each rollout.
+        on_start: called once the run has started, with its run directory (``None`` when
+            results are not saved): where an interrupted run's partial results are.
         endpoint: the base URL recorded in metadata (default: the client's, when it has one).
         keep_states: also return the raw states (for trainers and tests).
         inputs: rows to run instead of the eval dataset (``Environment.generate``; all of
@@ -179,6 +182,8 @@ async def evaluate_async(
             "on_progress": on_progress,
         }
         run = start_run(env, plan, model, clients.endpoint, max_concurrent, recording)
+        if on_start is not None:
+            on_start(plan.run_dir.path if plan.run_dir is not None else None)
         status = "interrupted"
         try:
             await run_plan(env, plan, clients, model, max_concurrent, run.recorder)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
@@ -37,7 +37,7 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         """Lock ``path`` (an existing, writable directory) for this run."""
         self.path = path
-        self._lock: IO[bytes] | None = _lock(path)
+        self._lock: int | None = _lock(path)
 
     # ------------------------------------------------------------------ finding one
 
@@ -138,7 +138,7 @@ class RunDir:
     def close(self) -> None:
         """Release the lock (idempotent)."""
         if self._lock is not None:
-            self._lock.close()
+            os.close(self._lock)
             self._lock = None
 
     def __enter__(self) -> RunDir:
@@ -173,18 +173,18 @@ def _check_writable(path: Path) -> None:
         )
 
 
-def _lock(path: Path) -> IO[bytes]:
-    """An exclusive lock on the directory, held until the file is closed or the process
-    dies."""
+def _lock(path: Path) -> int:
+    """An exclusive lock on the directory itself (its open descriptor), held until
+    :meth:`RunDir.close` or the process dies. No lock file is left in the run directory."""
     import fcntl
 
-    lock = (path / ".lock").open("wb")
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        lock.close()
+        os.close(fd)
         raise ConfigError(
             f"another run is writing to {path}; wait for it to finish or choose another "
             "output directory (-o DIR)"
         ) from None
-    return lock
+    return fd

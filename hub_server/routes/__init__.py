@@ -1,0 +1,38 @@
+"""The hub's HTTP routes, one ``APIRouter`` per area. ``ROUTERS`` is the order ``create_app``
+includes them in: a new area is one line here (before ``index.scoped_router``, whose
+``/{owner}/...`` paths would otherwise capture it)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from hub_server.routes import (
+    evals,
+    files,
+    health,
+    index,
+    journal,
+    pages,
+    projects,
+    runs_api,
+    tokens,
+    uploads,
+    users_orgs,
+)
+
+ROUTERS: list[APIRouter] = [
+    health.router,
+    index.router,
+    files.router,
+    uploads.router,
+    users_orgs.router,
+    journal.router,
+    tokens.router,
+    projects.router,
+    evals.router,
+    runs_api.router,
+    index.scoped_router,  # /{owner}/simple/... and /{owner}/{project}/simple/...
+    pages.router,  # last: the web pages' /{owner} and /{owner}/{name} match broadly
+]
+
+__all__ = ["ROUTERS"]

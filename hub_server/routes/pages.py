@@ -21,8 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from hub_server.auth import Principal
 from hub_server.errors import BadRequest, HubError, NotFound
 from hub_server.markdown import render_readme
-from hub_server.runs import RunService
-from hub_server.service import RESERVED, HubService
+from hub_server.services import HubService
+from hub_server.services.lookups import RESERVED
 from hub_server.websession import (
     clear_session,
     csrf_ok,
@@ -55,13 +55,6 @@ def _env(request: Request) -> Any:
     if getattr(state, "web_env", None) is None:
         state.web_env = make_env([TEMPLATES])
     return state.web_env
-
-
-def _runs(request: Request) -> RunService:
-    state = request.app.state
-    if getattr(state, "runs", None) is None:
-        state.runs = RunService(state.service)
-    return state.runs  # type: ignore[no-any-return]
 
 
 def _service(request: Request) -> HubService:
@@ -199,7 +192,7 @@ def _listing(
 ) -> Response:
     who = page_principal(request, cookie_ok=wants_html(request))
     svc = _service(request)
-    result = svc.list_projects(
+    result = svc.queries.list_projects(
         who, query=q or None, owner=owner, tag=tag or None, page=page, per_page=PER_PAGE
     )
     if not wants_html(request):
@@ -247,7 +240,7 @@ def owner_page(
     page: Annotated[int, Query(ge=1, le=2**31)] = 1,
 ) -> Response:
     def go() -> Response:
-        if owner.lower() in RESERVED or not _service(request).namespace_exists(owner):
+        if owner.lower() in RESERVED or not _service(request).accounts.namespace_exists(owner):
             raise NotFound(f"no user or organisation {owner!r} on this hub")
         if owner != owner.lower():
             return RedirectResponse(f"/{owner.lower()}", status_code=301)
@@ -267,7 +260,7 @@ def project_page(request: Request, owner: str, name: str, version: Q = "") -> Re
     def go() -> Response:
         who = page_principal(request, cookie_ok=wants_html(request))
         svc = _service(request)
-        p = svc.get_project(who, owner, name)
+        p = svc.queries.get_project(who, owner, name)
         if (p.owner, p.name) != (owner, name):
             return RedirectResponse(f"/{p.owner}/{p.name}", status_code=301)
         if not wants_html(request):
@@ -277,7 +270,7 @@ def project_page(request: Request, owner: str, name: str, version: Q = "") -> Re
         rel = next((r for r in rels if r.version == want), None)
         if version and rel is None:
             raise NotFound(f"{owner}/{name} has no version {version}")
-        board = _runs(request).leaderboard(who, owner, name, rel.version) if rel else []
+        board = _service(request).runs.leaderboard(who, owner, name, rel.version) if rel else []
         ks = sorted({k for row in board for k in row.pass_at_k}, key=int)
         board_ks = [ks[0], ks[-1]] if len(ks) > 1 else ks
         return _html(
@@ -307,7 +300,7 @@ def _run_chrome(request: Request, who: Principal | None) -> dict[str, Any]:
 async def hub_run_page(request: Request, owner: str, name: str, run_id: str) -> Response:
     def go() -> Response:
         who = page_principal(request)
-        run, info = _runs(request).open_run(who, owner, name, run_id)
+        run, info = _service(request).runs.open_run(who, owner, name, run_id)
         urls = RunUrls(f"/{quote(owner)}/{quote(name)}/runs/{quote(run_id)}")
         html = run_page(
             _env(request),
@@ -331,7 +324,7 @@ async def hub_rollout_page(
 ) -> Response:
     def go() -> Response:
         who = page_principal(request)
-        run, _ = _runs(request).open_run(who, owner, name, run_id)
+        run, _ = _service(request).runs.open_run(who, owner, name, run_id)
         urls = RunUrls(f"/{quote(owner)}/{quote(name)}/runs/{quote(run_id)}")
         html = rollout_page(_env(request), run, urls, i, _run_chrome(request, who))
         if html is None:

@@ -10,19 +10,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from hub_server.auth import Principal, require_principal, token_from_headers
+from hub_server.auth import require_principal
+from hub_server.deps import Auth, HubSettings, Service
 from hub_server.errors import TooLarge
-from hub_server.routes.pages import _runs
 from verifiers.hub import schemas as s
 
 router = APIRouter()
 API = "/api/v1"
 _SPOOL = 1024 * 1024
-
-
-def _who(request: Request) -> Principal | None:
-    secret = token_from_headers(request.headers.get("authorization"))
-    return request.app.state.service.authenticate(secret) if secret else None
 
 
 @router.put(
@@ -40,13 +35,16 @@ def _who(request: Request) -> Principal | None:
 async def push_run(
     request: Request,
     run_id: str,
+    who: Auth,
+    service: Service,
+    settings: HubSettings,
     project: Annotated[str | None, Query(max_length=250, description="OWNER/NAME")] = None,
     allow_unverified: bool = False,
 ) -> JSONResponse:
     """Add a pushed eval run to its environment version's leaderboard (200 when this run was
     already pushed with the same results)."""
-    who = require_principal(_who(request))
-    limit = request.app.state.settings.max_run_bytes
+    principal = require_principal(who)
+    limit = settings.max_run_bytes
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
         raise TooLarge(f"the run is {length} bytes compressed, over the limit of {limit}")
@@ -59,8 +57,8 @@ async def push_run(
             digest.update(chunk)
             body.write(chunk)
         result = await run_in_threadpool(
-            lambda: _runs(request).push(
-                who,
+            lambda: service.runs.push(
+                principal,
                 run_id,
                 body,
                 body_sha256=digest.hexdigest(),
@@ -76,5 +74,7 @@ async def push_run(
     f"{API}/projects/{{owner}}/{{name}}/versions/{{version}}/leaderboard",
     response_model=list[s.LeaderboardRow],
 )
-def leaderboard(request: Request, owner: str, name: str, version: str) -> list[s.LeaderboardRow]:
-    return _runs(request).leaderboard(_who(request), owner, name, version)
+def leaderboard(
+    owner: str, name: str, version: str, who: Auth, service: Service
+) -> list[s.LeaderboardRow]:
+    return service.runs.leaderboard(who, owner, name, version)

@@ -156,3 +156,48 @@ def test_json_mode_keeps_the_exit_code_on_total_failure(
     url = f"http://127.0.0.1:{free_port()}/v1"
     proc = vf_eval("classic_single", "-m", "x", "-b", url, *extra, cwd=tmp_path)
     assert proc.returncode == 1
+
+
+def test_ctrl_c_names_the_run_directory_and_the_resume_command(
+    classic_envs_path: Path, tmp_path: Path
+) -> None:
+    import shlex
+    import signal
+
+    with ServerProcess(responder="responders:solve", latency_ms=50) as server:
+        args = ["classic_single", "-m", "toy", "-b", server.base_url, "-n", "20", "-r", "2"]
+        exe = Path(sys.executable).parent / "vf-eval"
+        proc = subprocess.Popen(
+            [str(exe), *args, "-c", "2", "-s"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            files = list(tmp_path.glob("outputs/evals/*/*/results.jsonl"))
+            if files and files[0].read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.01)  # polling the file for progress, not synchronising on time
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        [run_dir] = tmp_path.glob("outputs/evals/*/*")
+        assert (
+            f"interrupted: the finished rollouts are saved in {run_dir.relative_to(tmp_path)}"
+            in err
+        )
+        command = err.split("continue with: ", 1)[1].rsplit(")", 1)[0]
+        argv = shlex.split(command)
+        assert (
+            argv[0] == "vf-eval"
+            and "--resume" in argv
+            and str(run_dir.relative_to(tmp_path)) in argv
+        )
+        assert not (run_dir / ".lock").exists()  # no lock file left behind
+        resumed = vf_eval(*argv[1:], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 40

@@ -29,7 +29,9 @@ from sqlalchemy.exc import IntegrityError
 from hub_server import models as m
 from hub_server.auth import Principal
 from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
-from hub_server.service import HubService, _find_release
+from hub_server.services.context import Part
+from hub_server.services.journal import record
+from hub_server.services.lookups import find_release, release_of, visible_environment
 from verifiers.hub import schemas as s
 from verifiers.results import METADATA_FILE, RESULTS_FILE
 from verifiers.web.runs import Run
@@ -110,12 +112,12 @@ def _finite(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
 
 
-class RunService:
+class RunService(Part):
     """Pushes, leaderboards and run pages over the hub's database and blob storage."""
 
-    def __init__(self, hub: HubService) -> None:
-        self.hub = hub
-        self.cache = hub.settings.data_dir / "run-cache"
+    @property
+    def cache(self) -> Path:
+        return self.ctx.settings.data_dir / "run-cache"
 
     # ------------------------------------------------------------------ push
 
@@ -135,7 +137,7 @@ class RunService:
             raise BadRequest(f"invalid run id {run_id!r}: use 8-64 letters, digits, '-' or '_'")
         with tempfile.TemporaryDirectory(prefix="vf-run-") as tmp:
             body.seek(0)
-            got = unpack(body, Path(tmp), self.hub.settings.max_uncompressed_bytes)
+            got = unpack(body, Path(tmp), self.ctx.settings.max_uncompressed_bytes)
             meta = got.metadata
             if meta.get("run_id") not in (None, run_id):
                 raise BadRequest(
@@ -171,7 +173,7 @@ class RunService:
         project: str | None,
         allow_unverified: bool,
     ) -> s.RunPushed:
-        with self.hub.session() as db:
+        with self.session() as db:
             env, rel, owner = self._target(db, who, meta, project)
             shas = set(db.scalars(select(m.File.sha256).where(m.File.release_id == rel.id)))
             wheel = str(meta.get("env_wheel_sha256") or "")
@@ -192,8 +194,8 @@ class RunService:
                     "once (evaluate again for a new run)"
                 )
             key = run_key(content_sha)
-            if not self.hub.storage.exists(key):
-                self.hub.storage.put(key, body)
+            if not self.ctx.storage.exists(key):
+                self.ctx.storage.put(key, body)
             row = m.EvalResult(
                 release_id=rel.id,
                 wheel_sha256=wheel if len(wheel) == 64 else "0" * 64,
@@ -210,9 +212,7 @@ class RunService:
                 results_size=body_size,
             )
             db.add(row)
-            self.hub._journal(
-                db, "push_run", project=env.name, version=rel.version, actor=who.user_name
-            )
+            record(db, "push_run", project=env.name, version=rel.version, actor=who.user_name)
             try:
                 db.commit()
             except IntegrityError:  # the same run id pushed concurrently
@@ -245,7 +245,7 @@ class RunService:
         if not who.token_allows(owner, env.name):
             raise Forbidden(f"this token is restricted and cannot push runs of {owner}/{env.name}")
         version = str(meta.get("env_version") or "")
-        rel = _find_release(db, env.id, version) if version else None
+        rel = find_release(db, env.id, version) if version else None
         if rel is None:
             raise NotFound(
                 f"{owner}/{env.name} has no version {version or '(none recorded)'} on this hub; "
@@ -274,9 +274,9 @@ class RunService:
     def leaderboard(
         self, who: Principal | None, owner: str, name: str, version: str
     ) -> list[s.LeaderboardRow]:
-        with self.hub.session() as db:
-            env = self.hub._env_for(db, who, owner, name)
-            rel = self.hub._release(db, env, version)
+        with self.session() as db:
+            env = visible_environment(db, who, owner, name)
+            rel = release_of(db, env, version)
             rows = db.execute(
                 select(m.EvalResult, m.Namespace.name)
                 .join(m.User, m.EvalResult.submitted_by == m.User.id)
@@ -289,8 +289,8 @@ class RunService:
 
     def open_run(self, who: Principal | None, owner: str, name: str, run_id: str) -> Any:
         """``(Run, row info)`` of a pushed run, unpacked into the local cache on first use."""
-        with self.hub.session() as db:
-            env = self.hub._env_for(db, who, owner, name)
+        with self.session() as db:
+            env = visible_environment(db, who, owner, name)
             row = db.execute(
                 select(m.EvalResult, m.Release.version, m.Namespace.name)
                 .join(m.Release, m.EvalResult.release_id == m.Release.id)
@@ -319,7 +319,7 @@ class RunService:
         tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=self.cache))
         try:
             with tempfile.TemporaryFile() as gz:
-                for chunk in self.hub.storage.open(key):
+                for chunk in self.ctx.storage.open(key):
                     gz.write(chunk)
                 gz.seek(0)
                 unpack(gz, tmp, 2**62)
