@@ -119,7 +119,7 @@ def test_push_errors_are_clear(hub: Hub, tmp_path: Path) -> None:
 
 def test_uncompressed_size_is_bounded(tmp_path: Path) -> None:
     from hub_server.errors import TooLarge
-    from hub_server.runs import unpack
+    from hub_server.services.runs import unpack
 
     bomb = gzip.compress(b'{"run_id": "x"}\n' + b" " * 5_000_000)
     with pytest.raises(TooLarge):
