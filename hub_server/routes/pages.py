@@ -193,13 +193,17 @@ def _listing(
     who = page_principal(request, cookie_ok=wants_html(request))
     svc = _service(request)
     result = svc.queries.list_projects(
-        who, query=q or None, owner=owner, tag=tag or None, page=page, per_page=PER_PAGE
+        who,
+        query=q or None,
+        owner=owner,
+        tag=tag or None,
+        page=page,
+        per_page=PER_PAGE,
+        sort="name" if sort == "name" else "recent",
     )
     if not wants_html(request):
         return JSONResponse(result.model_dump(mode="json"))
     items = result.items
-    if sort == "name":  # within the page; the service orders by recency
-        items = sorted(items, key=lambda p: (p.owner, p.name))
     return _html(
         request,
         who,

@@ -57,6 +57,20 @@ def test_home_lists_searches_and_keeps_json_for_api_clients(hub: Hub) -> None:
     assert httpx.get(f"{hub.url}/no-such-owner-xyz", headers=HTML).status_code == 404
 
 
+def test_sort_by_name_or_recent(hub: Hub) -> None:
+    owner, token = hub.new_user("sorting")
+    first, second = hub.unique("aaa"), hub.unique("zzz")
+    _publish(hub, token, first)
+    _publish(hub, token, second)
+
+    def order(sort: str) -> list[str]:
+        page = httpx.get(f"{hub.url}/{owner}", headers=HTML, params={"sort": sort}).text
+        return re.findall(rf'href="/{owner}/((?:aaa|zzz)-[0-9a-f]+)"', page)
+
+    assert order("name") == [first, second]
+    assert order("recent") == [second, first]
+
+
 def test_project_page_renders_readme_safely(hub: Hub) -> None:
     owner, token = hub.new_user("readme")
     name = hub.unique("evil")
