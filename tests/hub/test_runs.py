@@ -170,3 +170,31 @@ def test_vf_eval_push_flag_pushes_after_the_run(
     assert list(tmp_path.glob("outputs/evals/*/*/results.jsonl")), proc.stderr
     assert proc.returncode == 1 and "no environment classic_single" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_compressed_size_is_bounded_while_receiving(tmp_path: Path) -> None:
+    from hub_server.app import create_app
+    from hub_server.settings import Settings
+
+    from .live import live_server
+
+    app = create_app(Settings(data_dir=tmp_path / "hub", max_run_bytes=2000))
+    _, token = app.state.service.create_user("small")
+    run = write_run(tmp_path / "run", 200)
+    try:
+        with live_server(app) as url:
+            auth = {"Authorization": f"Bearer {token}"}
+
+            def chunks() -> object:  # no Content-Length: the limit holds while streaming
+                data = _packed(run)
+                for i in range(0, len(data), 1000):
+                    yield data[i : i + 1000]
+
+            streamed = httpx.put(f"{url}/api/v1/runs/abcdefgh1234", content=chunks(), headers=auth)
+            assert streamed.status_code == 413 and "2000" in streamed.json()["message"]
+            declared = httpx.put(
+                f"{url}/api/v1/runs/abcdefgh1234", content=_packed(run), headers=auth
+            )
+            assert declared.status_code == 413
+    finally:
+        app.state.engine.dispose()
