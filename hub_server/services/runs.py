@@ -108,6 +108,11 @@ def _parse_metadata(line: bytes) -> dict[str, Any]:
     return meta
 
 
+def _count(v: Any, default: int) -> int:
+    """A count from the run's metadata (anything else: ``default``)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 else default
+
+
 def _finite(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
 
@@ -200,8 +205,8 @@ class RunService(Part):
                 release_id=rel.id,
                 wheel_sha256=wheel if len(wheel) == 64 else "0" * 64,
                 model=str(meta.get("model") or "?")[:200],
-                num_examples=int(meta.get("num_examples") or 0),
-                rollouts_per_example=int(meta.get("rollouts_per_example") or 1),
+                num_examples=_count(meta.get("num_examples"), 0),
+                rollouts_per_example=_count(meta.get("rollouts_per_example"), 1),
                 metrics=_metrics(summary),
                 details={"summary": _jsonable(summary), "started_at": meta.get("started_at")},
                 submitted_by=who.user_id,

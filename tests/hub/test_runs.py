@@ -112,6 +112,21 @@ def test_push_errors_are_clear(hub: Hub, tmp_path: Path) -> None:
         f"{hub.url}/api/v1/runs/x", content=_packed(run), headers={"Authorization": f"Bearer {token}"}
     )
     assert bad_id.status_code == 400
+    odd = write_run(
+        tmp_path / "odd",
+        3,
+        meta={**meta, "env_version": "1.0.0", "num_examples": "many", "model": ["x"],
+              "rollouts_per_example": True},
+    )  # fmt: skip
+    accepted = _push(hub, token, odd)
+    assert accepted.status_code == 201, accepted.text  # odd metadata values: no 500
+    not_json = gzip.compress(b"[1, 2]\n")
+    r = httpx.put(
+        f"{hub.url}/api/v1/runs/abcdefgh9999",
+        content=not_json,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert r.status_code == 400 and "metadata" in r.json()["message"]
     other = write_run(tmp_path / "other", 3, meta={"env_distribution": "no-such-env-here"})
     r = _push(hub, token, other)
     assert r.status_code == 404 and "--env OWNER/NAME" in r.json()["message"]
