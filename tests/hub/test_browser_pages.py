@@ -21,6 +21,16 @@ from .conftest import Hub
 
 pytestmark = pytest.mark.browser
 
+
+def follow(driver: Any, element: Any) -> None:
+    """Click a link or submit button and wait until the next page has replaced this one."""
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 30).until(ec.staleness_of(old))
+
 README = """# Inert readme
 
 <script>document.title = 'pwned'; alert('script')</script>
@@ -49,10 +59,10 @@ def test_hub_pages_in_a_browser(browser: Any, hub: Hub, tmp_path: Path) -> None:
     browser.get(hub.url + "/")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Environments"
     browser.find_element(By.ID, "search-q").send_keys(name)
-    browser.find_element(By.ID, "search-go").click()
+    follow(browser, browser.find_element(By.ID, "search-go"))
     links = browser.find_elements(By.CSS_SELECTOR, "tr.project a")
     assert [a.text for a in links][:1] == [f"{owner}/{name}"]
-    links[0].click()
+    follow(browser, links[0])
 
     assert browser.title.startswith(f"{owner}/{name}")  # no README script renamed the page
     _no_alert(browser)
@@ -81,9 +91,9 @@ def test_hub_pages_in_a_browser(browser: Any, hub: Hub, tmp_path: Path) -> None:
     assert pushed.status_code == 201, pushed.text
     browser.refresh()
     board = browser.find_element(By.ID, "leaderboard-table")
-    board.find_element(By.LINK_TEXT, "browser-model").click()
+    follow(browser, board.find_element(By.LINK_TEXT, "browser-model"))
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.rollout-row")) == 12
-    browser.find_element(By.CSS_SELECTOR, "tr.rollout-row a").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "tr.rollout-row a"))
     assert "Rollout 0" in browser.find_element(By.TAG_NAME, "h1").text
 
     assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
@@ -93,7 +103,7 @@ def test_hub_pages_in_a_browser(browser: Any, hub: Hub, tmp_path: Path) -> None:
     assert "Not found" in browser.find_element(By.TAG_NAME, "h1").text
     browser.get(hub.url + "/-/signin")
     browser.find_element(By.ID, "token").send_keys(token)
-    browser.find_element(By.ID, "signin-go").click()
+    follow(browser, browser.find_element(By.ID, "signin-go"))
     assert browser.find_element(By.ID, "signed-in-user").text == owner
     assert "vf_session" not in browser.execute_script("return document.cookie")
     browser.get(f"{hub.url}/{owner}/{secret}")
