@@ -13,6 +13,7 @@ command -v bwrap >/dev/null 2>&1 || want_pkgs+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || want_pkgs+=(util-linux)
 command -v chromium >/dev/null 2>&1 || want_pkgs+=(chromium)        # browser tests (web pages)
 command -v chromedriver >/dev/null 2>&1 || want_pkgs+=(chromium-driver)
+command -v slirp4netns >/dev/null 2>&1 || want_pkgs+=(slirp4netns)  # networked sandboxes
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want_pkgs+=(postgresql); fi
 if [ ${#want_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

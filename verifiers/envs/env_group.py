@@ -150,3 +150,9 @@ class EnvGroup(Environment):
     async def close(self) -> None:
         await asyncio.gather(*(e.close() for e in self.envs))
         await super().close()
+
+
+# classic (0.3.x) module-level names
+from verifiers.envs.classic_extras import ENV_GROUP_INFO_KEY as ENV_GROUP_INFO_KEY  # noqa: E402
+
+EnvGroupRubric = _RoutingRubric

@@ -32,6 +32,7 @@ from verifiers.errors import (
     ConfigError,
     OverlongPromptError,
 )
+from verifiers.messages import as_message
 from verifiers.types import (
     Message,
     Messages,
@@ -297,6 +298,8 @@ class Environment:
     ) -> State:
         """A fresh :class:`State` for one rollout of ``input`` (a formatted dataset row)."""
         prompt = input["prompt"]
+        if isinstance(prompt, list):  # message objects: read as m["role"] or m.role
+            prompt = [as_message(m) for m in prompt]
         args = {**self.sampling_args, **(sampling_args or {})}
         state = State(
             prompt=prompt,
@@ -796,7 +799,9 @@ def _unpack_env_response(reply: Any, state: State) -> Any:
     if reply is None:
         return []
     if isinstance(reply, dict):
-        return [reply]
+        return [as_message(reply)]
+    if isinstance(reply, list):
+        return [as_message(m) for m in reply]
     return reply
 
 
@@ -830,3 +835,9 @@ def _to_dataset(raw: DatasetLike) -> Dataset:
         f"dataset must be a datasets.Dataset, a list of dicts or a dict of columns, not "
         f"{type(raw).__name__}"
     )
+
+
+# classic (0.3.x) module-level names
+from verifiers.envs.classic_extras import EnvironmentTeardown as EnvironmentTeardown  # noqa: E402
+from verifiers.envs.classic_extras import RolloutCleanup as RolloutCleanup  # noqa: E402
+from verifiers.envs.classic_extras import StopCondition as StopCondition  # noqa: E402
