@@ -22,7 +22,7 @@ from cli.eval_report import Progress, error_verdict, print_samples, print_summar
 
 HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
-    "(or the built-in `-m oracle`)."
+    "(or the built-in `-m oracle`). `vf eval push RUN_DIR` shares a run on the hub."
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -261,6 +261,14 @@ _AS_JSON = typer.Option(
 
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks on errors.")
 
+_PUSH = typer.Option(
+    False, "--push", help="Push the finished run to the hub (as `vf eval push RUN_DIR`)."
+)
+
+_ALLOW_UNVERIFIED = typer.Option(
+    False, "--allow-unverified", help="With --push: accept an unverified environment."
+)
+
 
 @dataclass
 class EvalOptions:
@@ -291,6 +299,8 @@ class EvalOptions:
     verbose: bool
     as_json: bool
     debug: bool
+    push: bool
+    allow_unverified: bool
 
 
 @handle_errors
@@ -320,6 +330,8 @@ def eval_command(
     verbose: bool = _VERBOSE,
     as_json: bool = _AS_JSON,
     debug: bool = _DEBUG,
+    push: bool = _PUSH,
+    allow_unverified: bool = _ALLOW_UNVERIFIED,
 ) -> None:
     opts = EvalOptions(**locals())  # every parameter, by name: nothing else is defined yet
     run_dir: list[Path | None] = [None]
@@ -331,10 +343,25 @@ def eval_command(
     else:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
             result = _execute(opts, run_dir)
+    _finish(result, opts)
+
+
+def _finish(result: Any, o: EvalOptions) -> None:
+    """After the run: push it (``--push``), print the JSON (``--json``), fail on errors."""
+    failed = error_verdict(result.metadata["summary"], o.max_error_rate)
+    pushed = None
+    if o.push and not failed and result.path:
+        from cli.eval_push import push_run, report
+
+        pushed = push_run(result.path, env=None, allow_unverified=o.allow_unverified)
+        if not o.as_json:
+            report(pushed)
+    if o.as_json:
         out = dict(result.metadata)
         out["path"] = str(result.path) if result.path else None
+        if pushed is not None:
+            out["pushed"] = pushed
         sys.stdout.write(json.dumps(out, default=str) + "\n")
-    failed = error_verdict(result.metadata["summary"], opts.max_error_rate)
     if failed:
         raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
 
@@ -382,7 +409,7 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
                 client,
                 model_name,
                 sampling_args=sampling,
-                save_results=o.save_results or o.resume or o.output_dir is not None,
+                save_results=o.save_results or o.resume or o.push or o.output_dir is not None,
                 output_dir=o.output_dir,
                 resume=o.resume,
                 state_columns=o.state_columns,

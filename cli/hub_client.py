@@ -33,12 +33,20 @@ class HubClient:
             )
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    def request(self, method: str, path: str, *, auth: bool = False, **kw: Any) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: bool = False,
+        headers_extra: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> Any:
         try:
             resp = httpx.request(
                 method,
                 f"{self.url}{path}",
-                headers=self._headers(auth),
+                headers={**self._headers(auth), **(headers_extra or {})},
                 timeout=self.timeout,
                 **kw,
             )

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from cli import auth_cmd, env_cmd, eval_cmd, hub_cmd, sandbox_cmd, train_cmd, validate_cmd
+from cli import (
+    auth_cmd,
+    env_cmd,
+    eval_cmd,
+    hub_cmd,
+    sandbox_cmd,
+    train_cmd,
+    validate_cmd,
+    view_cmd,
+)
 from cli._common import plain_usage_lines
 
 plain_usage_lines()
@@ -19,6 +28,7 @@ app = typer.Typer(
 )
 
 app.command("eval", help=eval_cmd.HELP)(eval_cmd.eval_command)
+app.command("view", help=view_cmd.HELP)(view_cmd.view_command)
 env_cmd.app.command(
     "validate", help="Model-free checks of an environment: loads, columns, gold answers, rollouts."
 )(validate_cmd.validate_command)
@@ -37,6 +47,13 @@ def _root(
 
 
 def main() -> None:
+    import sys
+
+    if sys.argv[1:3] == ["eval", "push"]:  # `vf eval push RUN_DIR`, beside `vf eval ENV`
+        from cli.eval_push import push_main
+
+        push_main(sys.argv[3:])
+        return
     app()
 
 

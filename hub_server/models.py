@@ -169,6 +169,13 @@ class EvalResult(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON)
     submitted_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # pushed runs (``vf eval push``): the run's id, its results blob, and whether the run's
+    # wheel sha256 is a file of the release (False only when pushed with --allow-unverified)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
+    verified: Mapped[bool] = mapped_column(Boolean, default=True)
+    results_key: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    results_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    results_size: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class JournalEntry(Base):

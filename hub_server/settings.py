@@ -31,6 +31,7 @@ class Settings:
     max_upload_bytes: int = 100 * _MIB
     max_uncompressed_bytes: int = 1024 * _MIB
     max_compression_ratio: float = 100.0
+    max_run_bytes: int = 64 * _MIB  # a pushed eval run, compressed (uncompressed: the above)
     upstream_index_url: str | None = None  # unknown global names redirect here when set
     auto_migrate: bool = True
 
@@ -56,7 +57,7 @@ class Settings:
                 values[key.lower()] = v
         if (v := get("S3_PREFIX")) is not None:
             values["s3_prefix"] = v
-        for key in ("MAX_UPLOAD_BYTES", "MAX_UNCOMPRESSED_BYTES"):
+        for key in ("MAX_UPLOAD_BYTES", "MAX_UNCOMPRESSED_BYTES", "MAX_RUN_BYTES"):
             if (v := get(key)) is not None:
                 values[key.lower()] = _int(key, v)
         if (v := get("MAX_COMPRESSION_RATIO")) is not None:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up everything the project needs on a fresh Debian 12 machine with Python >= 3.11:
 # system packages (bubblewrap for sandboxes, PostgreSQL binaries for the hub's tests when no
-# server runs), a virtual environment in .venv with the project, its extras and the bundled
-# environment packages. Idempotent: a second run only checks.
+# server runs, Chromium and its driver for the web pages' browser tests), a virtual environment
+# in .venv with the project, its extras and the bundled environment packages. Idempotent: a
+# second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,8 @@ want_pkgs=()
 command -v bwrap >/dev/null 2>&1 || want_pkgs+=(bubblewrap)
 [ -x /usr/bin/python3 ] || want_pkgs+=(python3)          # the interpreter sandboxes run
 command -v setpriv >/dev/null 2>&1 || want_pkgs+=(util-linux)
+command -v chromium >/dev/null 2>&1 || want_pkgs+=(chromium)        # browser tests (web pages)
+command -v chromedriver >/dev/null 2>&1 || want_pkgs+=(chromium-driver)
 command -v slirp4netns >/dev/null 2>&1 || want_pkgs+=(slirp4netns)  # networked sandboxes
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want_pkgs+=(postgresql); fi
 if [ ${#want_pkgs[@]} -gt 0 ]; then

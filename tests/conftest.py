@@ -30,3 +30,44 @@ def classic_envs_path(monkeypatch: pytest.MonkeyPatch) -> Path:
 def vf_bin() -> Path:
     """The directory holding the vf and vf-eval scripts of this interpreter."""
     return Path(sys.executable).parent
+
+
+# ---------------------------------------------------------------------------- web pages
+
+
+@pytest.fixture
+def browser(request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    """Headless Debian Chromium driven by selenium; a screenshot is saved on failure (path
+    printed, under the test's tmp_path)."""
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_bin = shutil.which("chromedriver")
+    if chromium is None or driver_bin is None:
+        pytest.fail("browser tests need chromium and chromium-driver: run scripts/bootstrap.sh")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    opts.add_argument("--window-size=1280,1000")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_bin), options=opts)
+    driver.set_page_load_timeout(30)
+    yield driver
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        shot = tmp_path / f"{request.node.name}.png"
+        driver.save_screenshot(str(shot))
+        print(f"screenshot of the failing page: {shot}")
+    driver.quit()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    rep = yield
+    if rep.when == "call":
+        item.rep_call = rep  # type: ignore[attr-defined]
+    return rep

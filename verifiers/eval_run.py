@@ -13,6 +13,7 @@ import asyncio
 import platform
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -196,7 +197,9 @@ def start_metadata(
     env: Environment, plan: RunPlan, model: str, endpoint: str | None, max_concurrent: int
 ) -> dict[str, Any]:
     """The metadata of a run that has just started (status ``running``)."""
+    resumed = plan.run_dir.previous_run_id() if plan.run_dir is not None and plan.kept else None
     return {
+        "run_id": resumed or uuid.uuid4().hex,
         "config_hash": plan.digest,
         "config": plan.config,
         "env_id": env.env_id,

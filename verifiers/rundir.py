@@ -111,6 +111,16 @@ class RunDir:
             "directory"
         )
 
+    def previous_run_id(self) -> str | None:
+        """The ``run_id`` recorded in this directory's metadata (a resumed run keeps it, so
+        that it stays one run on the hub), or None."""
+        try:
+            old = orjson.loads((self.path / METADATA_FILE).read_bytes())
+        except (OSError, ValueError):
+            return None
+        rid = old.get("run_id") if isinstance(old, dict) else None
+        return rid if isinstance(rid, str) and rid else None
+
     def records(self) -> list[dict[str, Any]]:
         """The complete records already in ``results.jsonl``."""
         return read_records(self.path / RESULTS_FILE)

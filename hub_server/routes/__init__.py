@@ -12,7 +12,9 @@ from hub_server.routes import (
     health,
     index,
     journal,
+    pages,
     projects,
+    runs_api,
     tokens,
     uploads,
     users_orgs,
@@ -28,7 +30,9 @@ ROUTERS: list[APIRouter] = [
     tokens.router,
     projects.router,
     evals.router,
-    index.scoped_router,  # last: /{owner}/simple/... and /{owner}/{project}/simple/...
+    runs_api.router,
+    index.scoped_router,  # /{owner}/simple/... and /{owner}/{project}/simple/...
+    pages.router,  # last: the web pages' /{owner} and /{owner}/{name} match broadly
 ]
 
 __all__ = ["ROUTERS"]

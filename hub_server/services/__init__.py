@@ -6,6 +6,7 @@ One module per concern, each a part of :class:`HubService`:
 - ``publishing``: recording uploads, yank/unyank, admin deletes, blob garbage collection
 - ``queries``: listing and search, project/release views, the simple index's data
 - ``evals``: evaluation results pinned to a release's wheel
+- ``runs``: eval runs pushed whole (``vf eval push``), leaderboards, run pages' data
 - ``journal``: the change serials and the audit log
 - ``lookups``: namespace rules and the project/release lookups the parts share
 - ``context``: the engine, sessions, storage and settings every part reads

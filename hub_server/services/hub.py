@@ -17,6 +17,7 @@ from hub_server.services.evals import EvalService
 from hub_server.services.journal import JournalService
 from hub_server.services.publishing import PublishingService
 from hub_server.services.queries import QueryService
+from hub_server.services.runs import RunService
 from hub_server.settings import Settings
 from hub_server.storage import Storage, make_storage
 from verifiers.hub import schemas as s
@@ -36,6 +37,7 @@ class HubService(HubContext):
         self.queries = QueryService(self)
         self.evals = EvalService(self)
         self.journal = JournalService(self)
+        self.runs = RunService(self)
 
     # Shortcuts for what `vf hub` and scripts do with a service in hand.
 

@@ -81,7 +81,10 @@ class QueryService(Part):
         tag: str | None = None,
         page: int = 1,
         per_page: int = 20,
+        sort: str = "recent",
     ) -> s.ProjectList:
+        """Visible projects matching the filters, newest change first (``sort="recent"``) or
+        by owner and name (``sort="name"``)."""
         if page < 1 or not 1 <= per_page <= 100:
             raise BadRequest("page must be >= 1 and per_page between 1 and 100")
         with self.session() as db:
@@ -109,8 +112,13 @@ class QueryService(Part):
                 )
             stmt = stmt.where(or_(m.Environment.private.is_(False), *_private_filter(principal)))
             total = db.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+            order = (
+                (m.Namespace.name, m.Environment.name)
+                if sort == "name"
+                else (m.Environment.updated_at.desc(), m.Environment.name)
+            )
             envs = db.scalars(
-                stmt.order_by(m.Environment.updated_at.desc(), m.Environment.name)
+                stmt.order_by(*order)
                 .offset((page - 1) * per_page)
                 .limit(per_page)
             ).all()

@@ -111,3 +111,24 @@ async def test_result_files_follow_the_umask(tmp_path: Path) -> None:
     for name in ("results.jsonl", "metadata.json"):
         assert stat.S_IMODE((tmp_path / "a" / name).stat().st_mode) == 0o644, name
         assert stat.S_IMODE((tmp_path / "b" / name).stat().st_mode) == 0o600, name
+
+
+async def test_a_run_has_an_id_that_a_resume_keeps(tmp_path: Path) -> None:
+    first = await vf.evaluate_async(
+        env(), model="oracle", rollouts_per_example=1, num_examples=3, output_dir=tmp_path / "a"
+    )
+    run_id = first.metadata["run_id"]
+    assert isinstance(run_id, str) and len(run_id) == 32
+    resumed = await vf.evaluate_async(
+        env(),
+        model="oracle",
+        rollouts_per_example=1,
+        num_examples=3,
+        output_dir=tmp_path / "a",
+        resume=True,
+    )
+    assert resumed.metadata["resumed_records"] == 3 and resumed.metadata["run_id"] == run_id
+    other = await vf.evaluate_async(
+        env(), model="oracle", rollouts_per_example=1, num_examples=3, output_dir=tmp_path / "b"
+    )
+    assert other.metadata["run_id"] != run_id

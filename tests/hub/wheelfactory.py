@@ -28,6 +28,7 @@ def make_wheel(
     extra_members: dict[str, bytes] | None = None,
     entry_point: bool = True,
     summary: str | None = None,
+    description: str | None = None,
 ) -> Path:
     """Write ``{name}-{version}-py3-none-any.whl`` into ``dest`` and return its path."""
     dist = name.replace("-", "_")
@@ -43,7 +44,10 @@ def make_wheel(
     if keywords:
         meta_lines.append(f"Keywords: {keywords}")
     meta_lines += [f"Requires-Dist: {r}" for r in requires_dist or []]
-    metadata = ("\n".join(meta_lines) + "\n\nA test environment.\n").encode()
+    if description is not None:
+        meta_lines.append("Description-Content-Type: text/markdown")
+    body = description if description is not None else "A test environment.\n"
+    metadata = ("\n".join(meta_lines) + "\n\n" + body).encode()
     files: dict[str, bytes] = {
         f"{mod}/__init__.py": (
             module_body

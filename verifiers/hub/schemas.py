@@ -163,3 +163,32 @@ class EvalResultOut(EvalResultIn):
     version: str
     submitted_by: str
     created_at: datetime
+
+
+class RunPushed(BaseModel):
+    """The answer to ``PUT /api/v1/runs/{run_id}`` (``vf eval push``)."""
+
+    run_id: str
+    owner: str
+    name: str
+    version: str
+    model: str
+    verified: bool = Field(description="the run's wheel sha256 is a file of this release")
+    created: bool = Field(description="false when this run was already pushed (a no-op)")
+    num_rollouts: int
+    avg_reward: float | None = None
+    url: str = Field(description="the run's page on the hub")
+
+
+class LeaderboardRow(BaseModel):
+    run_id: str | None = None
+    model: str
+    num_examples: int
+    rollouts_per_example: int
+    avg_reward: float | None = None
+    reward_stderr: float | None = None
+    pass_at_k: dict[str, float] = Field(default_factory=dict)
+    verified: bool = True
+    submitted_by: str
+    created_at: datetime
+    url: str | None = None

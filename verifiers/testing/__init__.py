@@ -5,6 +5,7 @@
   tool calls, latency, injected faults, token ids and logprobs).
 - :func:`check_environment`: a conformance check any environment can run.
 - :func:`run_sandbox_conformance`: the suite every sandbox backend passes.
+- :func:`write_run`: a synthetic run directory (``results.jsonl`` + ``metadata.json``).
 
 Names load lazily: importing this package starts nothing.
 """
@@ -27,6 +28,7 @@ _EXPORTS = {
     "run_sandbox_conformance": "verifiers.testing.sandbox_conformance",
     "SandboxConformance": "verifiers.testing.sandbox_conformance",
     "ConformanceReport": "verifiers.testing.sandbox_conformance",
+    "write_run": "verifiers.testing.runs",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,112 @@
+"""The hub's pages in a real headless Chromium, on both backends: the list and search, a
+README that tries to run script stays inert, sign-in shows a private environment, and a
+pushed run appears on the leaderboard and opens with its samples."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.common.by import By
+
+from verifiers.testing.runs import write_run
+
+from .conftest import Hub
+
+pytestmark = pytest.mark.browser
+
+
+def follow(driver: Any, element: Any) -> None:
+    """Click a link or submit button and wait until the next page has replaced this one."""
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 30).until(ec.staleness_of(old))
+
+README = """# Inert readme
+
+<script>document.title = 'pwned'; alert('script')</script>
+<img src="x" onerror="document.title='pwned'">
+
+[run me](javascript:document.title='pwned')
+"""
+
+
+def _no_alert(driver: Any) -> None:
+    try:
+        _ = driver.switch_to.alert
+    except NoAlertPresentException:
+        return
+    raise AssertionError("a README script opened an alert")
+
+
+def test_hub_pages_in_a_browser(browser: Any, hub: Hub, tmp_path: Path) -> None:
+    owner, token = hub.new_user("browser")
+    name = hub.unique("inert")
+    wheel = hub.wheel(name, "1.0.0", description=README, keywords="browsertag")
+    assert hub.upload(wheel, token).status_code == 200
+    secret = hub.unique("hidden")
+    assert hub.upload(hub.wheel(secret), token, private="true").status_code == 200
+
+    browser.get(hub.url + "/")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Environments"
+    browser.find_element(By.ID, "search-q").send_keys(name)
+    follow(browser, browser.find_element(By.ID, "search-go"))
+    links = browser.find_elements(By.CSS_SELECTOR, "tr.project a")
+    assert [a.text for a in links][:1] == [f"{owner}/{name}"]
+    follow(browser, links[0])
+
+    assert browser.title.startswith(f"{owner}/{name}")  # no README script renamed the page
+    _no_alert(browser)
+    readme = browser.find_element(By.ID, "readme")
+    assert readme.find_elements(By.TAG_NAME, "script") == []
+    assert "<script>" in readme.text  # shown as text
+    assert not readme.find_elements(By.CSS_SELECTOR, "[onerror]")
+    hrefs = [a.get_attribute("href") or "" for a in readme.find_elements(By.TAG_NAME, "a")]
+    assert not any(h.lower().startswith("javascript:") for h in hrefs)
+    assert f"vf env install {owner}/{name}" in browser.find_element(By.ID, "install-vf").text
+
+    # a pushed run shows on the leaderboard and opens with its samples
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    meta = {"env_distribution": name, "env_version": "1.0.0", "env_wheel_sha256": sha,
+            "model": "browser-model"}  # fmt: skip
+    run = write_run(tmp_path / "run", 12, rollouts_per_example=3, meta=meta)
+    run_id = json.loads((run / "metadata.json").read_text())["run_id"]
+    packed = gzip.compress(
+        (run / "metadata.json").read_bytes() + b"\n" + (run / "results.jsonl").read_bytes()
+    )
+    pushed = httpx.put(
+        f"{hub.url}/api/v1/runs/{run_id}",
+        content=packed,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert pushed.status_code == 201, pushed.text
+    browser.refresh()
+    board = browser.find_element(By.ID, "leaderboard-table")
+    follow(browser, board.find_element(By.LINK_TEXT, "browser-model"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.rollout-row")) == 12
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "tr.rollout-row a"))
+    assert "Rollout 0" in browser.find_element(By.TAG_NAME, "h1").text
+
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+    # sign in with a token: the private environment appears; the cookie is out of script's reach
+    browser.get(f"{hub.url}/{owner}/{secret}")
+    assert "Not found" in browser.find_element(By.TAG_NAME, "h1").text
+    browser.get(hub.url + "/-/signin")
+    browser.find_element(By.ID, "token").send_keys(token)
+    follow(browser, browser.find_element(By.ID, "signin-go"))
+    assert browser.find_element(By.ID, "signed-in-user").text == owner
+    assert "vf_session" not in browser.execute_script("return document.cookie")
+    browser.get(f"{hub.url}/{owner}/{secret}")
+    assert secret in browser.find_element(By.TAG_NAME, "h1").text
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert all(f"{secret} - " in e["message"] for e in severe), severe  # the 404 before sign-in

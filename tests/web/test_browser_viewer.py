@@ -1,0 +1,75 @@
+"""`vf view` in a real headless Chromium: the pages load with no console errors (so the
+content security policy allows everything the pages use), filters and paging work, rollouts
+open, and two runs compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from verifiers.testing.runs import write_run
+from verifiers.web.viewer import serve
+
+pytestmark = pytest.mark.browser
+
+
+def follow(driver: Any, element: Any) -> None:
+    """Click a link or submit button and wait until the next page has replaced this one."""
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 30).until(ec.staleness_of(old))
+
+
+def _rows(driver: Any) -> int:
+    return len(driver.find_elements(By.CSS_SELECTOR, "tr.rollout-row"))
+
+
+def _no_console_errors(driver: Any) -> None:
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, severe
+
+
+def test_viewer_pages_and_filters(browser: Any, tmp_path: Path) -> None:
+    write_run(tmp_path / "env--m" / "a", 120, rollouts_per_example=2, error_every=12)
+    write_run(tmp_path / "env--m" / "b", 60, rollouts_per_example=2)
+    with serve(tmp_path) as (url, _):
+        browser.get(url + "/")
+        assert "Runs" in browser.find_element(By.TAG_NAME, "h1").text
+        follow(browser, browser.find_element(By.LINK_TEXT, "env--m/a"))
+        assert _rows(browser) == 50
+        assert browser.find_element(By.ID, "num-rollouts").text == "120"
+        assert browser.find_elements(By.CSS_SELECTOR, "svg.plot rect.bar")
+        css = browser.execute_script(
+            "return getComputedStyle(document.querySelector('header.site')).display"
+        )
+        assert css == "flex"  # the stylesheet loaded under the policy
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "a[rel=next]"))
+        assert "page 2 of 3" in browser.page_source
+        Select(browser.find_element(By.NAME, "errored")).select_by_value("yes")
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
+        assert _rows(browser) == 10 and "errored=yes" in browser.current_url
+        browser.find_element(By.NAME, "q").send_keys("question 36)")
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
+        assert _rows(browser) == 1
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "tr.rollout-row a"))
+        assert "Rollout 36" in browser.find_element(By.TAG_NAME, "h1").text
+        assert "Traceback: boom" in browser.find_element(By.CSS_SELECTOR, "pre.traceback").text
+        browser.get(url + "/run/env--m/a/?reward_min=0.5&reward_max=0.52")
+        rewards = [
+            float(td.text)
+            for td in browser.find_elements(By.CSS_SELECTOR, "tr.rollout-row td.num:nth-child(4)")
+        ]
+        assert rewards and all(0.5 <= r <= 0.52 for r in rewards)
+        browser.get(url + "/")
+        browser.find_element(By.CSS_SELECTOR, "input[name=a][value='env--m/a']").click()
+        browser.find_element(By.CSS_SELECTOR, "input[name=b][value='env--m/b']").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "#runs-table ~ button, form button"))
+        assert "30 shared examples" in browser.find_element(By.ID, "compare-counts").text
+        _no_console_errors(browser)

@@ -1,0 +1,131 @@
+"""`vf view` over real HTTP: the pages, filters, paging, safety headers, and the command."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from verifiers.testing.runs import write_run
+from verifiers.web.viewer import serve
+
+
+def _rows(html: str) -> int:
+    return html.count('class="rollout-row"')
+
+
+def test_pages_filters_and_headers(tmp_path: Path) -> None:
+    write_run(tmp_path / "env--model" / "run1", 130, rollouts_per_example=2, error_every=13)
+    write_run(tmp_path / "env--model" / "run2", 40, rollouts_per_example=2)
+    with serve(tmp_path) as (url, _):
+        home = httpx.get(url + "/")
+        assert home.status_code == 200 and "env--model/run1" in home.text
+        assert "default-src 'none'" in home.headers["content-security-policy"]
+        run = httpx.get(url + "/run/env--model/run1/")
+        assert run.status_code == 200 and _rows(run.text) == 50
+        assert "<svg" in run.text and "<script" not in run.text
+        assert "page 1 of 3" in run.text and "ModelError" in run.text
+        last = httpx.get(url + "/run/env--model/run1/?page=3")
+        assert _rows(last.text) == 30
+        errored = httpx.get(url + "/run/env--model/run1/", params={"errored": "yes"})
+        assert _rows(errored.text) == 10
+        text = httpx.get(url + "/run/env--model/run1/", params={"q": "question 101)"})
+        assert _rows(text.text) == 1 and 'href="/run/env--model/run1/rollouts/101"' in text.text
+        rollout = httpx.get(url + "/run/env--model/run1/rollouts/101")
+        assert rollout.status_code == 200
+        assert "What is 101 + 101?" in rollout.text and "The answer is 202." in rollout.text
+        assert "tool call" in rollout.text and "call_101" in rollout.text
+        broken = httpx.get(url + "/run/env--model/run1/rollouts/0")
+        assert "Traceback: boom" in broken.text
+        cmp = httpx.get(url + "/compare", params={"a": "env--model/run1", "b": "env--model/run2"})
+        assert cmp.status_code == 200 and "20 shared examples" in cmp.text
+        css = httpx.get(url + "/static/verifiers-web.css")
+        assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+
+
+def test_not_found_and_no_escape_from_the_root(tmp_path: Path) -> None:
+    write_run(tmp_path / "runs" / "r", 3)
+    write_run(tmp_path / "outside", 3)
+    with serve(tmp_path / "runs") as (url, _):
+        for path in (
+            "/run/..%2Foutside/",
+            "/run/r/rollouts/3",
+            "/run/r/rollouts/x",
+            "/static/..%2F..%2Fviewer.py",
+            "/nope",
+        ):
+            r = httpx.get(url + path)
+            assert r.status_code == 404, path
+            assert "Not found" in r.text
+
+
+def test_one_run_directory_opens_on_that_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "solo", 5)
+    with serve(run) as (url, viewer):
+        assert viewer.start_path() == "/run/@root/"
+        assert _rows(httpx.get(url + viewer.start_path()).text) == 5
+
+
+def test_vf_view_command_serves_and_explains_bad_paths(tmp_path: Path) -> None:
+    vf = str(Path(sys.executable).parent / "vf")
+    missing = subprocess.run(
+        [vf, "view", str(tmp_path / "missing"), "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    run = write_run(tmp_path / "run", 7)
+    proc = subprocess.Popen(
+        [vf, "view", str(run), "--no-browser", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        m = re.search(r"at (http://\S+)", line)
+        assert m, line
+        page = httpx.get(m.group(1), timeout=30)
+        assert page.status_code == 200 and _rows(page.text) == 7
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_first_page_of_an_unindexed_run_comes_from_metadata_then_the_index(
+    tmp_path: Path,
+) -> None:
+    run = write_run(tmp_path / "big", 120, rollouts_per_example=4, error_every=10)
+    assert json.loads((run / "metadata.json").read_text())["summary"]["num_rollouts"] == 120
+    with serve(tmp_path) as (url, viewer):
+        first = httpx.get(url + "/run/big/")
+        assert first.status_code == 200 and 'id="indexing"' in first.text
+        assert 'http-equiv="refresh"' in first.text and _rows(first.text) == 50
+        assert 'href="/run/big/rollouts/49"' in first.text and "page 1 of 3" in first.text
+        built = viewer._run("big")
+        assert built is not None and built._building is not None
+        built._building.join(60)  # the background build, then the full page
+        full = httpx.get(url + "/run/big/")
+        assert 'id="indexing"' not in full.text and "<svg" in full.text
+        assert _rows(full.text) == 50
+
+
+def test_viewer_needs_no_server_extra(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r", 3)
+    code = (
+        "import sys\n"
+        "for m in ('fastapi', 'starlette', 'sqlalchemy', 'uvicorn', 'hub_server', 'boto3'):\n"
+        "    sys.modules[m] = None\n"
+        "from pathlib import Path\n"
+        "from verifiers.web.viewer import Viewer\n"
+        f"r = Viewer(Path({str(run)!r})).handle('/run/@root/')\n"
+        "assert r.status == 200 and r.body.count(b'rollout-row') == 3, r.status\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

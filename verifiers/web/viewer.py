@@ -1,0 +1,228 @@
+"""``vf view``: a local, read-only web viewer for run directories, on the standard library's
+HTTP server (no server extra needed).
+
+Routes: ``/`` runs list; ``/run/KEY/`` a run (summary + filtered, paged rollouts);
+``/run/KEY/rollouts/I`` one rollout; ``/compare?a=KEY&b=KEY``; ``/static/NAME``. ``KEY`` is
+the run directory's path relative to the root (``@root`` for the root itself: browsers
+collapse ``/./``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from verifiers.results import METADATA_FILE, RESULTS_FILE
+from verifiers.web.pages import compare_page, rollout_page, run_page
+from verifiers.web.render import RunUrls, make_env, static_file
+from verifiers.web.runs import Run, find_runs
+
+__all__ = ["Response", "Viewer", "serve"]
+
+ROOT_KEY = "@root"
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes
+    content_type: str = "text/html; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _html(text: str, status: int = 200) -> Response:
+    return Response(status, text.encode("utf-8"))
+
+
+@dataclass
+class Viewer:
+    """The viewer's routing and rendering, independent of the socket server (testable)."""
+
+    root: Path
+    _env: Any = None
+    _runs: dict[Path, Run] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.root = self.root.resolve()
+        self._env = make_env()
+        for name in ("run.html", "rollout.html", "runs.html", "compare.html"):
+            self._env.get_template(name)  # compiled now, not on the first request
+
+    @property
+    def single_run(self) -> bool:
+        return (self.root / METADATA_FILE).is_file() or (self.root / RESULTS_FILE).is_file()
+
+    def start_path(self) -> str:
+        return self.run_urls(self.root).page() if self.single_run else "/"
+
+    def chrome(self) -> dict[str, Any]:
+        return {"site": "vf view", "home": "/", "static": "/static", "nav": [("runs", "/")]}
+
+    def key_of(self, path: Path) -> str:
+        rel = path.relative_to(self.root).as_posix()
+        return rel if rel != "." else ROOT_KEY
+
+    def run_urls(self, path: Path) -> RunUrls:
+        return RunUrls(f"/run/{quote(self.key_of(path), safe='/@')}")
+
+    def _run(self, key: str) -> Run | None:
+        key = unquote(key)
+        path = self.root if key == ROOT_KEY else (self.root / key).resolve()
+        if path != self.root and self.root not in path.parents:
+            return None  # no way out of the root
+        if not ((path / METADATA_FILE).is_file() or (path / RESULTS_FILE).is_file()):
+            return None
+        with self._lock:  # reuse the opened run while its files are unchanged
+            run = self._runs.get(path)
+            if run is None or _stale(run):
+                run = self._runs[path] = Run.open(path)
+        return run
+
+    # ------------------------------------------------------------------ routing
+
+    def handle(self, target: str) -> Response:
+        parts = urlsplit(target)
+        path, query = parts.path, dict(parse_qsl(parts.query))
+        if path == "/":
+            return _html(self._runs_list())
+        if path.startswith("/static/"):
+            found = static_file(path.removeprefix("/static/"))
+            if found is None:
+                return self._not_found("no such static file")
+            return Response(200, found[0], found[1], {"Cache-Control": "max-age=3600"})
+        if path == "/compare":
+            return self._compare(query)
+        if path.startswith("/run/"):
+            return self._run_route(path.removeprefix("/run/"), query)
+        return self._not_found(f"no page {path}")
+
+    def _run_route(self, rest: str, query: dict[str, str]) -> Response:
+        key, sep, tail = rest.rpartition("/rollouts/")
+        if not sep:
+            key, tail = rest.rstrip("/"), ""
+        run = self._run(key)
+        if run is None:
+            return self._not_found(f"no run {unquote(key)!r} under {self.root}")
+        urls = self.run_urls(run.path)
+        if not sep:
+            if not rest.endswith("/"):
+                return Response(301, b"", headers={"Location": urls.page(query)})
+            return _html(run_page(self._env, run, urls, query, self.chrome(), quick=True))
+        if not tail.isdigit():
+            return self._not_found(f"no rollout {tail!r}: rollouts are numbered from 0")
+        html = rollout_page(self._env, run, urls, int(tail), self.chrome())
+        if html is None:
+            return self._not_found(f"no rollout {tail} in this run ({len(run.index)} rollouts)")
+        return _html(html)
+
+    def _compare(self, query: dict[str, str]) -> Response:
+        a, b = self._run(query.get("a", "")), self._run(query.get("b", ""))
+        if a is None or b is None:
+            return self._not_found("pick two runs to compare (A and B) on the runs list")
+        html = compare_page(
+            self._env, a, b, self.run_urls(a.path), self.run_urls(b.path), self.chrome()
+        )
+        return _html(html)
+
+    def _runs_list(self) -> str:
+        runs = []
+        for path in find_runs(self.root):
+            run = self._run(self.key_of(path))
+            if run is None:
+                continue
+            meta = run.metadata
+            summary = meta.get("summary") or {}
+            runs.append(
+                {
+                    "key": self.key_of(path),
+                    "url": self.run_urls(path).page(),
+                    "name": self.key_of(path) if path != self.root else path.name,
+                    "env": meta.get("env_id", "?"),
+                    "model": meta.get("model", "?"),
+                    "n": meta.get("num_examples", "?"),
+                    "r": meta.get("rollouts_per_example", "?"),
+                    "avg": summary.get("avg_reward"),
+                    "status": meta.get("status", "?"),
+                    "started": meta.get("started_at", ""),
+                }
+            )
+        tpl = self._env.get_template("runs.html")
+        return str(tpl.render(chrome=self.chrome(), runs=runs, root=str(self.root)))
+
+    def _not_found(self, message: str) -> Response:
+        tpl = self._env.from_string(
+            '{% extends "base.html" %}{% block main %}<h1>Not found</h1>'
+            '<p class="error">{{ message }}</p><p><a href="/">all runs</a></p>{% endblock %}'
+        )
+        return _html(tpl.render(chrome=self.chrome(), message=message), 404)
+
+
+def _stale(run: Run) -> bool:
+    idx = run._index
+    if idx is None:
+        return False
+    try:
+        st = run.results.stat()
+    except FileNotFoundError:
+        return bool(len(idx))
+    return (idx.file_size, idx.mtime_ns) != (st.st_size, st.st_mtime_ns)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    viewer: Viewer
+    server_version = "vf-view"
+
+    def do_GET(self) -> None:
+        self._respond(head=False)
+
+    def do_HEAD(self) -> None:
+        self._respond(head=True)
+
+    def _respond(self, head: bool) -> None:
+        try:
+            resp = self.viewer.handle(self.path)
+        except Exception as e:  # one bad run must not take the viewer down
+            msg = f"cannot show this page: {type(e).__name__}: {e}"
+            resp = Response(500, msg.encode(), "text/plain; charset=utf-8")
+        self.send_response(resp.status)
+        self.send_header("Content-Type", resp.content_type)
+        self.send_header("Content-Length", str(len(resp.body)))
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        for k, v in resp.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        if not head:
+            self.wfile.write(resp.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the terminal shows the URL, not every request
+
+
+@contextmanager
+def serve(root: Path, host: str = "127.0.0.1", port: int = 0) -> Iterator[tuple[str, Viewer]]:
+    """Serve the viewer in a background thread; yields ``(base URL, viewer)``."""
+    viewer = Viewer(root)
+    handler = type("Handler", (_Handler,), {"viewer": viewer})
+    httpd = ThreadingHTTPServer((host, port), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{httpd.server_address[1]}", viewer
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
