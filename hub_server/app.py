@@ -26,8 +26,10 @@ from starlette.routing import Match
 
 from hub_server.auth import Principal, require_principal, token_from_headers
 from hub_server.db import make_engine, make_sessionmaker
+from hub_server.docs import mount_docs
 from hub_server.errors import (
     BadRequest,
+    Forbidden,
     HubError,
     NotFound,
     TooLarge,
@@ -43,8 +45,11 @@ from hub_server.index import (
     render_project,
     render_root,
 )
+from hub_server.limits import BodyLimit
 from hub_server.metrics import Metrics, MetricsMiddleware
+from hub_server.privacy import hidden
 from hub_server.receive import receive_upload as receive_form
+from hub_server.security_headers import SecurityHeaders
 from hub_server.service import HubService
 from hub_server.settings import Settings
 from hub_server.storage import BlobNotFound, make_storage
@@ -196,7 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="verifiers hub",
         version="1",
-        docs_url="/api/docs",
+        docs_url=None,  # self-hosted below: no CDN
         redoc_url=None,
         openapi_url="/api/openapi.json",
         responses={"default": {"model": s.ErrorBody, "description": "an error, explained"}},
@@ -208,7 +213,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.add_middleware(RejectNul)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(SecurityHeaders)
+    # outermost: bodies are bounded before routing, authentication or parsing
+    app.add_middleware(
+        BodyLimit, upload_limit=settings.max_upload_bytes, json_limit=settings.max_json_bytes
+    )
     _install_error_handlers(app)
+    mount_docs(app, openapi_url="/api/openapi.json", title="verifiers hub")
 
     # ------------------------------------------------------------------ health and metrics
 
@@ -266,16 +277,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         fmt: str | None,
     ) -> Response:
         state = service.project_state(name)
-        if state is None or (owner is not None and state.owner != owner.lower()):
-            raise NotFound("no such project on this index")
-        if state.private and not (who and who.can_read(state.owner, name)):
-            if not scoped:
-                raise NotFound("no such project on this index")
-            if who is None:
-                raise Unauthorized(
-                    f"{state.owner}/{name} is private: authenticate with a read token"
-                )
-            raise NotFound("no such project on this index")
+        if (
+            state is None
+            or (owner is not None and state.owner != owner.lower())
+            or (state.private and not (who and who.can_read(state.owner, name)))
+        ):
+            raise hidden(who, f"project {name} on this index", scoped=scoped)
         resp = index_response(
             request,
             lambda ct: rendered(name, state.serial, ct),
@@ -309,7 +316,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if redirect := normalised_redirect(request, **{name: norm}):
             return redirect
         upstream = settings.upstream_index_url
-        if upstream and service.project_state(norm) is None:
+        state = service.project_state(norm)
+        if upstream and (
+            state is None or (state.private and not (who and who.can_read(state.owner, norm)))
+        ):
             return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
         return project_page(request, norm, None, who, scoped=False, fmt=fmt)
 
@@ -318,13 +328,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         is_meta = filename.endswith(".metadata")
         wheel_name = filename[: -len(".metadata")] if is_meta else filename
         found = service.find_file(sha256, wheel_name) if prefix == sha256[:2] else None
-        if found is None:
-            raise NotFound(f"no file {filename}")
-        f, owner, project, private = found
-        if private and not (who and who.can_read(owner, project)):
-            if who is None:
-                raise Unauthorized(f"{owner}/{project} is private: authenticate with a read token")
-            raise NotFound(f"no file {filename}")
+        if found is None or (found[3] and not (who and who.can_read(found[1], found[2]))):
+            raise hidden(who, f"file {filename}")
+        f, _, _, private = found
         if is_meta and f.wheel_tags == SDIST_TAG:
             raise NotFound(f"no file {filename}: metadata files are served for wheels only")
         digest = f.metadata_sha256 if is_meta else f.sha256
@@ -417,12 +423,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.post(f"{api}/users", response_model=s.UserCreated, status_code=201)
     def create_user(body: s.UserCreate, who: Auth) -> s.UserCreated:
         p = require_principal(who)
-        p.require_scope("admin")
+        p.require_unrestricted("admin", "create users")
+        if not p.is_admin:
+            raise Forbidden("only hub admins can create users")
         name, token = service.create_user(body.name, admin=body.admin)
         return s.UserCreated(name=name, admin=body.admin, token=token)
 
     @app.post(f"{api}/orgs", status_code=201)
-    def create_org(body: s.UserCreate, who: Auth) -> dict[str, str]:
+    def create_org(body: s.OrgCreate, who: Auth) -> dict[str, str]:
         return {"name": service.create_org(require_principal(who), body.name)}
 
     @app.post(f"{api}/orgs/{{org}}/members", status_code=204)
@@ -546,12 +554,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if redirect := normalised_redirect(request, **{owner: owner.lower(), project: norm}):
             return redirect
         state = service.project_state(norm)
-        if state is None or state.owner != owner.lower():
-            raise NotFound(f"no environment {owner}/{norm} on this hub")
-        if state.private and not (who and who.can_read(state.owner, norm)):
-            if who is None:
-                raise Unauthorized(f"{owner}/{norm} is private: authenticate with a read token")
-            raise NotFound(f"no environment {owner}/{norm} on this hub")
+        if (
+            state is None
+            or state.owner != owner.lower()
+            or (state.private and not (who and who.can_read(state.owner, norm)))
+        ):
+            raise hidden(who, f"project {norm} on this index")
         seed = f"x{state.serial}|{norm}"
         return index_response(
             request, lambda ct: render_root([norm], ct), seed, fmt, private=state.private

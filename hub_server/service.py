@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO
+from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -28,8 +29,12 @@ from hub_server.errors import (
     Unauthorized,
     Unavailable,
 )
+from hub_server.names import normalised_filename
+from hub_server.protected_names import check_not_protected, load_protected
+from hub_server.sealing import check_sealed
 from hub_server.settings import Settings
 from hub_server.storage import Storage, blob_key
+from hub_server.upstream import check_not_upstream
 from hub_server.wheels import SDIST_TAG, WheelInfo, inspect_distribution
 from verifiers.hub import schemas as s
 
@@ -89,7 +94,7 @@ class ProjectState:
 
 
 def file_url(sha256: str, filename: str) -> str:
-    return f"/files/{sha256[:2]}/{sha256}/{filename}"
+    return f"/files/{sha256[:2]}/{sha256}/{quote(filename, safe='')}"
 
 
 class HubService:
@@ -142,7 +147,7 @@ class HubService:
         return norm, secret
 
     def create_org(self, principal: Principal, name: str) -> str:
-        principal.require_scope("manage")
+        principal.require_unrestricted("manage", "create organisations")
         norm = normalise_owner(name)
         if norm in RESERVED:
             raise BadRequest(f"{norm!r} is a reserved name; choose another")
@@ -164,6 +169,11 @@ class HubService:
         if role not in ("member", "owner"):
             raise BadRequest(f"role must be 'member' or 'owner', not {role!r}")
         org_n, user_n = normalise_owner(org), normalise_owner(user)
+        if principal.restrict_projects is not None or not principal.token_allows(org_n, None):
+            raise Forbidden(
+                f"this token is restricted to {principal.describe_restriction()} and cannot "
+                f"manage the members of {org_n!r}"
+            )
         with self.session() as db:
             ns = db.scalar(select(m.Namespace).where(m.Namespace.name == org_n))
             if ns is None or ns.kind != "org":
@@ -300,13 +310,23 @@ class HubService:
                 .where(m.ApiToken.user_id == principal.user_id)
                 .order_by(m.ApiToken.id)
             ).all()
-            return [_token_out(t) for t in toks]
+            # a restricted token sees only the tokens within its own restriction
+            return [
+                _token_out(t)
+                for t in toks
+                if principal.covers(t.restrict_owner, t.restrict_projects)
+            ]
 
     def revoke_token(self, principal: Principal, token_id: int) -> s.TokenOut:
         principal.require_scope("manage")
         with self.session() as db:
             tok = db.get(m.ApiToken, token_id)
-            if tok is None or (tok.user_id != principal.user_id and not principal.is_admin):
+            reach = principal.is_admin and not principal.restricted
+            if (
+                tok is None
+                or (tok.user_id != principal.user_id and not reach)
+                or not principal.covers(tok.restrict_owner, tok.restrict_projects)
+            ):
                 raise NotFound(f"no token with id {token_id}; list yours with `vf token list`")
             if tok.revoked_at is None:
                 tok.revoked_at = _now()
@@ -339,6 +359,8 @@ class HubService:
         )
         metadata_sha = hashlib.sha256(info.metadata_bytes).hexdigest()
         owner_norm = normalise_owner(owner) if owner else None
+        if self.project_state(info.normalized_name) is None:
+            self.check_new_project_name(info.normalized_name)
         args = (principal, info, sha256, size, metadata_sha, owner_norm, private)
         # Check everything first, so refused and identical uploads store nothing.
         try:
@@ -374,6 +396,12 @@ class HubService:
                 continue
         raise Conflict(f"{filename}: concurrent uploads changed this project; try again")
 
+    def check_new_project_name(self, name: str) -> None:
+        """A new project may not take a well-known public name (dependency confusion)."""
+        check_not_protected(name, load_protected(self.settings.protected_names_file))
+        if self.settings.upstream_index_url:
+            check_not_upstream(name, self.settings.upstream_index_url)
+
     def _record_upload(
         self,
         principal: Principal,
@@ -395,10 +423,15 @@ class HubService:
                 if (owner and owner != env_owner) or not (
                     principal.is_admin or env_owner in principal.namespaces
                 ):
+                    # a private project's owner is named only to those who may read it
+                    shown = (
+                        ""
+                        if env.private and not principal.can_read(env_owner, env.name)
+                        else f" ({env_owner})"
+                    )
                     raise Forbidden(
-                        f"the name {info.normalized_name!r} is taken by another owner "
-                        f"({env_owner}); rename your package (the distribution name is unique "
-                        "hub-wide)"
+                        f"the name {info.normalized_name!r} is taken by another owner{shown}; "
+                        "rename your package (the distribution name is unique hub-wide)"
                     )
                 principal.require_project("upload", env_owner, env.name)
                 if private and not env.private:
@@ -445,7 +478,11 @@ class HubService:
                     f"{info.filename} already exists with different contents; published files "
                     "never change: bump the version and upload again"
                 )
-            if db.get(m.BurnedFilename, info.filename) is not None:
+            burned_as = normalised_filename(info.filename)
+            if (
+                db.get(m.BurnedFilename, info.filename) is not None
+                or db.get(m.BurnedFilename, burned_as) is not None
+            ):
                 raise Conflict(
                     f"{info.filename} was published before and removed; filenames are never "
                     "reused: bump the version and upload again"
@@ -469,6 +506,7 @@ class HubService:
                     release.requires_dist = info.requires_dist
                     release.entry_points = info.entry_points
                     release.summary = info.summary
+                check_sealed(db, release, info, env.name)
                 clash = db.scalar(
                     select(m.File).where(
                         m.File.release_id == release.id, m.File.wheel_tags == info.wheel_tags
@@ -494,9 +532,12 @@ class HubService:
                     metadata_key=blob_key(metadata_sha),
                     requires_python=info.requires_python,
                     uploaded_by=principal.user_id,
+                    wheel_slot=None if info.wheel_tags == SDIST_TAG else 1,
                 )
             )
             db.add(m.BurnedFilename(filename=info.filename))
+            if burned_as != info.filename:
+                db.add(m.BurnedFilename(filename=burned_as))
             if _is_latest(db, env.id, info.version):
                 env.summary = info.summary
                 env.description = info.description
@@ -524,8 +565,9 @@ class HubService:
             )
 
     def collect_garbage(self, grace_seconds: float = 3600.0, dry_run: bool = False) -> list[str]:
-        """Delete blobs that no published file references and that are older than the grace
-        period (in-flight uploads write their blobs just before committing)."""
+        """Delete blobs that no published file references and unfinished blob writes (an
+        upload killed while storing), when older than the grace period (in-flight uploads
+        write their blobs just before committing)."""
         cutoff = _now() - timedelta(seconds=grace_seconds)
         candidates = [k for k, mtime in self.storage.list("sha256/") if mtime < cutoff]
         with self.session() as db:  # read after listing: anything committed since is kept
@@ -533,6 +575,11 @@ class HubService:
                 k for pair in db.execute(select(m.File.blob_key, m.File.metadata_key)) for k in pair
             }
         deleted = []
+        for handle, started in list(self.storage.partials()):  # killed uploads' leftovers
+            if started < cutoff:
+                if not dry_run:
+                    self.storage.drop_partial(handle)
+                deleted.append(f"partial:{handle}")
         for key in candidates:
             if key in used:
                 continue
@@ -583,6 +630,7 @@ class HubService:
             raise Forbidden("only hub admins can delete releases; yank it instead (vf env yank)")
         with self.session() as db:
             env = self._env_for(db, principal, owner, name)
+            principal.require_project("admin", env.namespace.name, env.name)
             rel = self._release(db, env, version)
             files = db.scalars(select(m.File).where(m.File.release_id == rel.id)).all()
             names = [f.filename for f in files]
@@ -894,7 +942,7 @@ class HubService:
         self, principal: Principal, since: int = 0, limit: int = 100
     ) -> list[s.JournalEntryOut]:
         """The audit log: every change with its serial, oldest first (admins only)."""
-        principal.require_scope("admin")
+        principal.require_unrestricted("admin", "read the journal")
         if not principal.is_admin:
             raise Forbidden("only hub admins can read the journal")
         if not 1 <= limit <= 1000:
@@ -921,11 +969,17 @@ class HubService:
 
     def counts(self) -> dict[str, int]:
         with self.session() as db:
+            # public projects only: /metrics is unauthenticated, private projects are invisible
+            public = select(m.Environment.id).where(m.Environment.private.is_(False))
+            releases = select(m.Release.id).where(m.Release.environment_id.in_(public))
             return {
                 "users": db.scalar(select(func.count()).select_from(m.User)) or 0,
-                "environments": db.scalar(select(func.count()).select_from(m.Environment)) or 0,
-                "releases": db.scalar(select(func.count()).select_from(m.Release)) or 0,
-                "files": db.scalar(select(func.count()).select_from(m.File)) or 0,
+                "environments": db.scalar(select(func.count()).select_from(public.subquery())) or 0,
+                "releases": db.scalar(select(func.count()).select_from(releases.subquery())) or 0,
+                "files": db.scalar(
+                    select(func.count()).select_from(m.File).where(m.File.release_id.in_(releases))
+                )
+                or 0,
             }
 
 
