@@ -58,7 +58,7 @@ class HubClient:
         except Exception:
             message = resp.text.strip()[:300] or resp.reason_phrase
         hint = None
-        if resp.status_code == 401:
+        if resp.status_code == 401 and "vf login" not in message:
             hint = "log in with `vf login --url URL --token TOKEN` (or set VF_HUB_TOKEN)"
         return CLIError(f"hub: {message} (HTTP {resp.status_code})", hint)
 
@@ -126,6 +126,12 @@ class HubClient:
         else:
             data = self.request("POST", path + "unyank", auth=True)
         return s.ReleaseOut.model_validate(data)
+
+    def delete_release(self, owner: str, name: str, version: str) -> list[str]:
+        """Delete a release (admins); its filenames stay burned. Returns the deleted files."""
+        path = f"/api/v1/projects/{quote(owner)}/{quote(name)}/versions/{quote(version)}"
+        data = self.request("DELETE", path, auth=True)
+        return list(data.get("deleted", []))
 
     def index_url(self, owner: str, name: str, *, with_token: bool = True) -> str:
         """The project-scoped simple index (it can never shadow a dependency)."""

@@ -31,15 +31,20 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+echo "bootstrap: setting up .venv (first run: a few minutes; pip is quiet while it works)"
+echo "bootstrap: [1/4] upgrading pip"
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+echo "bootstrap: [2/4] torch (CPU build)"
 # torch: exactly this spec takes the CPU build available locally (others pull CUDA wheels)
 .venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+echo "bootstrap: [3/4] the project with its server, cli, train and dev extras"
 .venv/bin/python -m pip install -q -e ".[server,cli,train,dev]" 2>&1 | grep -v "^WARNING: Location" || true
 envs=()
 for d in environments/*/; do
   [ -f "$d/pyproject.toml" ] && envs+=(-e "$d")
 done
 if [ ${#envs[@]} -gt 0 ]; then
+  echo "bootstrap: [4/4] the bundled environment packages"
   .venv/bin/python -m pip install -q "${envs[@]}" 2>&1 | grep -v "^WARNING: Location" || true
 fi
 .venv/bin/python -c "import verifiers, hub_server, cli" 
