@@ -156,7 +156,8 @@ def serve(
 
     import uvicorn
 
-    from hub_server.app import create_app, open_service
+    from hub_server.app import create_app
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     where = _where(settings)
@@ -208,8 +209,8 @@ def user_create(
     init: bool = _INIT,
 ) -> None:
     """Create a user and its namespace; prints a new token alone on the last line."""
-    from hub_server.app import open_service
     from hub_server.errors import HubError
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     _require_hub(settings, init)
@@ -237,7 +238,7 @@ def gc(
     database_url: str = _DB_URL,
 ) -> None:
     """Delete blobs no published file references (lost upload races, deleted releases)."""
-    from hub_server.app import open_service
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     _require_hub(settings, init=False)

@@ -15,6 +15,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from hub_server.errors import Forbidden
+from hub_server.settings import Settings
 
 
 def parse_names(text: str) -> frozenset[str]:
@@ -45,3 +46,13 @@ def check_not_protected(name: str, protected: frozenset[str]) -> None:
             "name could be installed in its place (dependency confusion). Choose a distinct "
             "name, e.g. with your own prefix"
         )
+
+
+def check_new_project_name(name: str, settings: Settings) -> None:
+    """A new project may not take a well-known public name: the protected list, and the
+    upstream index when the hub has one."""
+    check_not_protected(name, load_protected(settings.protected_names_file))
+    if settings.upstream_index_url:
+        from hub_server.upstream import check_not_upstream
+
+        check_not_upstream(name, settings.upstream_index_url)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
+from hub_server.errors import BlobNotFound
 from hub_server.settings import Settings
 
 CHUNK = 256 * 1024
@@ -21,10 +22,6 @@ CHUNK = 256 * 1024
 
 def blob_key(sha256: str) -> str:
     return f"sha256/{sha256[:2]}/{sha256}"
-
-
-class BlobNotFound(Exception):
-    pass
 
 
 class Storage(Protocol):
@@ -214,3 +211,15 @@ def make_storage(settings: Settings) -> Storage:
             prefix=settings.s3_prefix,
         )
     return LocalStorage(settings.resolved_storage_dir)
+
+
+def drop_partials(storage: Storage, cutoff: datetime, *, dry_run: bool = False) -> list[str]:
+    """Remove unfinished blob writes started before ``cutoff`` (what an upload killed while
+    storing leaves); returns them as ``partial:<handle>``."""
+    dropped = []
+    for handle, started in list(storage.partials()):
+        if started < cutoff:
+            if not dry_run:
+                storage.drop_partial(handle)
+            dropped.append(f"partial:{handle}")
+    return dropped

@@ -49,7 +49,7 @@ def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path)
     assert code == 0 and "revision 0002" in out
     code, _, err = vf(["hub", "user", "create", "alice", "--data-dir", str(data)], {})
     assert code == 1 and "already exists" in err
-    from hub_server.app import open_service
+    from hub_server.services import open_service
     from hub_server.settings import Settings
 
     service = open_service(Settings(data_dir=data))
@@ -385,7 +385,7 @@ def test_hub_gc_deletes_only_old_unreferenced_blobs(hub: Hub, tmp_path: Path) ->
     import os
     import time
 
-    from hub_server.app import open_service
+    from hub_server.services import open_service
     from hub_server.settings import Settings
     from hub_server.storage import blob_key
 
