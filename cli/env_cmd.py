@@ -119,6 +119,7 @@ def install(
     """Install an environment into this Python from the hub (exact version, project index)."""
     from cli.hub_client import HubClient
     from cli.hub_envs import missing_requirements, parse_spec, pip_install
+    from verifiers.hub.install import InstallError, install_hub_files, plan_install
 
     owner, name, version = parse_spec(spec)
     client = HubClient()
@@ -136,11 +137,14 @@ def install(
             + (f": {release.yanked_reason}" if release.yanked_reason else ""),
             err=True,
         )
-    pip_install(
-        ["--no-deps", f"{project.name}=={release.version}"],
-        index_url=client.index_url(project.owner, project.name),
-    )
-    missing = [] if no_deps else missing_requirements(release.requires_dist)
+    # only the hub's bytes: the environment and its hub-hosted dependencies come from the
+    # hub's files, sha256-checked, through a pip that no setting can redirect
+    try:
+        plan = plan_install(client, project, release, with_deps=not no_deps)
+        install_hub_files(client, plan)
+    except InstallError as e:
+        raise CLIError(e.message, e.hint) from None
+    missing = missing_requirements(plan.others)
     if missing:
         typer.echo(
             f"installing dependencies from your default index: {', '.join(missing)}", err=True

@@ -11,12 +11,15 @@ import functools
 
 from fastapi import FastAPI
 
+from hub_server.docs import mount_docs
 from hub_server.http_errors import install_error_handlers
 from hub_server.index import PageCache
+from hub_server.limits import BodyLimit
 from hub_server.metrics import Metrics, MetricsMiddleware
 from hub_server.middleware import RejectNul
 from hub_server.openapi import openapi_schema
 from hub_server.routes import ROUTERS
+from hub_server.security_headers import SecurityHeaders
 from hub_server.services import open_service
 from hub_server.settings import Settings
 from verifiers.hub import schemas as s
@@ -32,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="verifiers hub",
         version="1",
-        docs_url="/api/docs",
+        docs_url=None,  # self-hosted by mount_docs: no CDN
         redoc_url=None,
         openapi_url="/api/openapi.json",
         responses={"default": {"model": s.ErrorBody, "description": "an error, explained"}},
@@ -47,7 +50,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Middleware: the last added runs first.
     app.add_middleware(RejectNul)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(SecurityHeaders)
+    # outermost: bodies are bounded before routing, authentication or parsing
+    app.add_middleware(
+        BodyLimit,
+        upload_limit=settings.max_upload_bytes,
+        json_limit=settings.max_json_bytes,
+        run_limit=settings.max_run_bytes,
+    )
 
+    mount_docs(app, openapi_url="/api/openapi.json", title="verifiers hub")
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app)

@@ -91,18 +91,46 @@ class Principal:
         self.require_scope(scope)
         if not self.token_allows(owner, project):
             what = f"{owner}/{project}" if project else owner
-            limits = []
-            if self.restrict_owner is not None:
-                limits.append(f"owner {self.restrict_owner}")
-            if self.restrict_projects is not None:
-                limits.append(f"projects {', '.join(sorted(self.restrict_projects)) or '(none)'}")
-            allowed = " and ".join(limits)
-            raise Forbidden(f"this token is restricted to {allowed} and cannot act on {what}")
+            raise Forbidden(
+                f"this token is restricted to {self.describe_restriction()} and cannot act on "
+                f"{what}"
+            )
         if not (self.is_admin or owner in self.namespaces):
             raise Forbidden(
                 f"you ({self.user_name}) are not a member of namespace {owner!r}; "
                 f"push under your own namespace with --owner {self.user_name}"
             )
+
+    @property
+    def restricted(self) -> bool:
+        return self.restrict_owner is not None or self.restrict_projects is not None
+
+    def require_unrestricted(self, scope: str, action: str) -> None:
+        """Hub-wide actions (users, orgs, the journal, other users' tokens) need ``scope`` on
+        a token without owner or project restrictions: a restriction bounds every operation."""
+        self.require_scope(scope)
+        if self.restricted:
+            raise Forbidden(
+                f"this token is restricted ({self.describe_restriction()}) and cannot {action}; "
+                "use a token without owner or project restrictions"
+            )
+
+    def describe_restriction(self) -> str:
+        limits = []
+        if self.restrict_owner is not None:
+            limits.append(f"owner {self.restrict_owner}")
+        if self.restrict_projects is not None:
+            limits.append(f"projects {', '.join(sorted(self.restrict_projects)) or '(none)'}")
+        return " and ".join(limits) or "none"
+
+    def covers(self, owner: str | None, projects: list[str] | None) -> bool:
+        """Whether a token restricted to ``owner``/``projects`` is within this token's reach
+        (so this token may see or revoke it)."""
+        if self.restrict_owner is not None and owner != self.restrict_owner:
+            return False
+        return self.restrict_projects is None or (
+            projects is not None and set(projects) <= self.restrict_projects
+        )
 
     def can_read(self, owner: str, project: str) -> bool:
         if not self.has_scope("read") or not self.token_allows(owner, project):

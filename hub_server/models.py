@@ -11,6 +11,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -131,6 +132,11 @@ class File(Base):
     requires_python: Mapped[str | None] = mapped_column(String(200), nullable=True)
     uploaded_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
     upload_time: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # 1 for a release's wheel, NULL for its sdist: unique per release, so a version is sealed
+    # by its first wheel even under concurrent uploads (NULLs never collide)
+    wheel_slot: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+    __table_args__ = (Index("uq_files_release_wheel", "release_id", "wheel_slot", unique=True),)
 
 
 class BurnedFilename(Base):

@@ -29,10 +29,12 @@ class Settings:
     s3_region: str | None = None
     s3_prefix: str = ""
     max_upload_bytes: int = 100 * _MIB
+    max_json_bytes: int = _MIB  # every non-upload request body
     max_uncompressed_bytes: int = 1024 * _MIB
     max_compression_ratio: float = 100.0
     max_run_bytes: int = 64 * _MIB  # a pushed eval run, compressed (uncompressed: the above)
     upstream_index_url: str | None = None  # unknown global names redirect here when set
+    protected_names_file: Path | None = None  # replaces the shipped protected_names.txt
     auto_migrate: bool = True
 
     @classmethod
@@ -55,9 +57,11 @@ class Settings:
         for key in ("S3_BUCKET", "S3_ENDPOINT_URL", "S3_REGION", "UPSTREAM_INDEX_URL"):
             if (v := get(key)) is not None:
                 values[key.lower()] = v
+        if (v := get("PROTECTED_NAMES_FILE")) is not None:
+            values["protected_names_file"] = Path(v)
         if (v := get("S3_PREFIX")) is not None:
             values["s3_prefix"] = v
-        for key in ("MAX_UPLOAD_BYTES", "MAX_UNCOMPRESSED_BYTES", "MAX_RUN_BYTES"):
+        for key in ("MAX_UPLOAD_BYTES", "MAX_JSON_BYTES", "MAX_UNCOMPRESSED_BYTES", "MAX_RUN_BYTES"):
             if (v := get(key)) is not None:
                 values[key.lower()] = _int(key, v)
         if (v := get("MAX_COMPRESSION_RATIO")) is not None:

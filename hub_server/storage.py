@@ -41,6 +41,12 @@ class Storage(Protocol):
     def list(self, prefix: str) -> Iterator[tuple[str, datetime]]:
         """Every ``(key, last written)`` under ``prefix`` (for garbage collection)."""
 
+    def partials(self) -> Iterator[tuple[str, datetime]]:
+        """Every unfinished write ``(handle, started)``: what a killed upload leaves."""
+
+    def drop_partial(self, handle: str) -> None:
+        """Remove one unfinished write listed by :meth:`partials`."""
+
 
 class LocalStorage:
     def __init__(self, root: Path) -> None:
@@ -91,6 +97,17 @@ class LocalStorage:
         for p in (base / prefix).rglob("*") if (base / prefix).is_dir() else ():
             if p.is_file() and not p.name.startswith(".upload-"):
                 yield p.relative_to(base).as_posix(), datetime.fromtimestamp(p.stat().st_mtime, UTC)
+
+    def partials(self) -> Iterator[tuple[str, datetime]]:
+        base = self.root.resolve()
+        for p in base.rglob(".upload-*"):
+            if p.is_file():
+                yield p.relative_to(base).as_posix(), datetime.fromtimestamp(p.stat().st_mtime, UTC)
+
+    def drop_partial(self, handle: str) -> None:
+        path = self.path(handle)
+        if path.name.startswith(".upload-"):
+            path.unlink(missing_ok=True)
 
 
 def _iter_file(f: IO[bytes]) -> Iterator[bytes]:
@@ -161,6 +178,21 @@ class S3Storage:
             for obj in page.get("Contents", []):
                 yield obj["Key"][len(self.prefix) :], obj["LastModified"]
 
+    def partials(self) -> Iterator[tuple[str, datetime]]:
+        """Unfinished multipart uploads (``upload_fileobj`` of a large blob, killed)."""
+        pages = self.client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket, Prefix=self.prefix
+        )
+        for page in pages:
+            for up in page.get("Uploads", []):
+                yield f"{up['Key'][len(self.prefix) :]}?uploadId={up['UploadId']}", up["Initiated"]
+
+    def drop_partial(self, handle: str) -> None:
+        key, _, upload_id = handle.partition("?uploadId=")
+        self.client.abort_multipart_upload(
+            Bucket=self.bucket, Key=self._key(key), UploadId=upload_id
+        )
+
 
 def _iter_s3(body: object) -> Iterator[bytes]:
     try:
@@ -179,3 +211,15 @@ def make_storage(settings: Settings) -> Storage:
             prefix=settings.s3_prefix,
         )
     return LocalStorage(settings.resolved_storage_dir)
+
+
+def drop_partials(storage: Storage, cutoff: datetime, *, dry_run: bool = False) -> list[str]:
+    """Remove unfinished blob writes started before ``cutoff`` (what an upload killed while
+    storing leaves); returns them as ``partial:<handle>``."""
+    dropped = []
+    for handle, started in list(storage.partials()):
+        if started < cutoff:
+            if not dry_run:
+                storage.drop_partial(handle)
+            dropped.append(f"partial:{handle}")
+    return dropped

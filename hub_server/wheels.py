@@ -23,6 +23,7 @@ from packaging.utils import (
 )
 
 from hub_server.errors import InvalidUpload, TooLarge
+from hub_server.names import check_name
 
 ENTRY_POINT_GROUP = "verifiers.environments"
 SDIST_TAG = "sdist"  # the File.wheel_tags value of a source distribution
@@ -67,6 +68,7 @@ def parse_filename(filename: str) -> tuple[str, str, str]:
             name, version = parse_sdist_filename(filename)
         except InvalidSdistFilename as e:
             raise InvalidUpload(f"{filename}: invalid sdist filename ({e})") from None
+        check_name(filename[: -len(".tar.gz")].rpartition("-")[0], f"the filename {filename!r}")
         return (
             canonicalize_name(name),
             canonicalize_version(version, strip_trailing_zero=False),
@@ -77,6 +79,7 @@ def parse_filename(filename: str) -> tuple[str, str, str]:
             f"{filename}: only wheels (.whl) and .tar.gz source distributions are accepted; "
             "build them with `python -m build` or `vf env build`"
         )
+    check_name(filename.split("-", 1)[0], f"the filename {filename!r}")
     try:
         name, version, _build, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename as e:
@@ -160,11 +163,11 @@ def inspect_wheel(
         meta_name = f"{dist_info}/METADATA"
         if meta_name not in seen:
             raise InvalidUpload(f"{filename} has no {meta_name}; rebuild the wheel")
-        metadata_bytes = zf.read(meta_name)
-        if len(metadata_bytes) > _METADATA_LIMIT:
-            raise InvalidUpload(f"{meta_name} is larger than {_METADATA_LIMIT} bytes")
+        metadata_bytes = read_capped(zf, meta_name, _METADATA_LIMIT)
         ep_name = f"{dist_info}/entry_points.txt"
-        entry_points = _read_entry_points(zf.read(ep_name)) if ep_name in seen else {}
+        entry_points = (
+            _read_entry_points(read_capped(zf, ep_name, _METADATA_LIMIT)) if ep_name in seen else {}
+        )
 
     winfo = _checked_metadata(metadata_bytes, filename, norm_name, version, "METADATA")
     winfo.wheel_tags = tag_str
@@ -177,6 +180,7 @@ def _checked_metadata(
 ) -> WheelInfo:
     """Parse core metadata and require its name and version to match the filename's."""
     info = _parse_metadata(raw, filename)
+    check_name(info.name, f"{label} Name of {filename}")
     for field_name, ours, theirs in (
         ("Name", canonicalize_name(info.name), norm_name),
         ("Version", info.version, version),
@@ -236,7 +240,11 @@ def inspect_sdist(
                     if member.size > _METADATA_LIMIT:
                         raise InvalidUpload(f"PKG-INFO is larger than {_METADATA_LIMIT} bytes")
                     extracted = tf.extractfile(member)
-                    pkg_info = extracted.read() if extracted is not None else None
+                    pkg_info = (
+                        extracted.read(_METADATA_LIMIT + 1) if extracted is not None else None
+                    )
+                    if pkg_info is not None and len(pkg_info) > _METADATA_LIMIT:
+                        raise InvalidUpload(f"PKG-INFO is larger than {_METADATA_LIMIT} bytes")
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
         raise InvalidUpload(f"{filename} is not a valid .tar.gz archive ({e})") from None
     if pkg_info is None:
@@ -287,6 +295,25 @@ def _check_gzip_size(fileobj: IO[bytes], filename: str, limit: int, max_ratio: f
             f"{filename} expands {expanded} bytes from {compressed} (ratio over {max_ratio:g}): "
             "refused as a gzip bomb"
         )
+
+
+def read_capped(zf: zipfile.ZipFile, name: str, cap: int) -> bytes:
+    """A member's bytes, decompressed in chunks and refused as soon as they pass ``cap``: what
+    a member inflates to costs at most ``cap`` (plus one chunk) of memory, whatever its
+    headers claim."""
+    out = bytearray()
+    try:
+        with zf.open(name) as f:
+            while chunk := f.read(min(_CHUNK, cap + 1 - len(out))):
+                out += chunk
+                if len(out) > cap:
+                    raise InvalidUpload(
+                        f"archive member {name!r} is larger than {cap} bytes; a wheel's "
+                        "metadata files are small: rebuild the wheel"
+                    )
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
+        raise InvalidUpload(f"archive member {name!r} is corrupt ({e})") from None
+    return bytes(out)
 
 
 def _verify_members(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limit: int) -> None:

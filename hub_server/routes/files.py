@@ -10,8 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
 from hub_server.deps import AppMetrics, Auth, Service
-from hub_server.errors import BlobNotFound, NotFound, Unauthorized, Unavailable
+from hub_server.errors import BlobNotFound, NotFound, Unavailable
 from hub_server.index import etag_matches
+from hub_server.privacy import hidden
 from hub_server.wheels import SDIST_TAG
 
 log = logging.getLogger("hub_server")
@@ -45,13 +46,9 @@ def download(
     is_meta = filename.endswith(".metadata")
     wheel_name = filename[: -len(".metadata")] if is_meta else filename
     found = service.queries.find_file(sha256, wheel_name) if prefix == sha256[:2] else None
-    if found is None:
-        raise NotFound(f"no file {filename}")
-    f, owner, project, private = found
-    if private and not (who and who.can_read(owner, project)):
-        if who is None:
-            raise Unauthorized(f"{owner}/{project} is private: authenticate with a read token")
-        raise NotFound(f"no file {filename}")
+    if found is None or (found[3] and not (who and who.can_read(found[1], found[2]))):
+        raise hidden(who, f"file {filename}")  # missing and private answer alike
+    f, _, _, private = found
     if is_meta and f.wheel_tags == SDIST_TAG:
         raise NotFound(f"no file {filename}: metadata files are served for wheels only")
     digest = f.metadata_sha256 if is_meta else f.sha256

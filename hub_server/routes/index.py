@@ -14,8 +14,9 @@ from packaging.utils import canonicalize_name
 
 from hub_server.auth import Principal
 from hub_server.deps import Auth, Fmt, HubSettings, Pages, Service
-from hub_server.errors import NotFound, Unauthorized
+from hub_server.errors import NotFound
 from hub_server.index import HTML_V1, JSON_V1, PageCache, etag_matches, negotiate, render_root
+from hub_server.privacy import hidden
 from hub_server.services import HubService
 
 router = APIRouter()
@@ -69,17 +70,16 @@ def project_page(
     scoped: bool,
     fmt: str | None,
 ) -> Response:
-    """A project's file list; private projects are 404 on the global index and 401 (so
-    installers retry with credentials) on the scoped ones."""
+    """A project's file list. A private project answers exactly as a missing one to whoever
+    may not read it: 404 on the global index, 401 to anonymous callers of the scoped ones (so
+    installers retry with credentials)."""
     state = service.queries.project_state(name)
-    if state is None or (owner is not None and state.owner != owner.lower()):
-        raise NotFound("no such project on this index")
-    if state.private and not (who and who.can_read(state.owner, name)):
-        if not scoped:
-            raise NotFound("no such project on this index")
-        if who is None:
-            raise Unauthorized(f"{state.owner}/{name} is private: authenticate with a read token")
-        raise NotFound("no such project on this index")
+    if (
+        state is None
+        or (owner is not None and state.owner != owner.lower())
+        or (state.private and not (who and who.can_read(state.owner, name)))
+    ):
+        raise hidden(who, f"project {name} on this index", scoped=scoped)
     resp = index_response(
         request,
         lambda ct: pages.project(name, state.serial, ct),
@@ -127,7 +127,10 @@ def simple_project(
     if redirect := normalised_redirect(request, **{name: norm}):
         return redirect
     upstream = settings.upstream_index_url
-    if upstream and service.queries.project_state(norm) is None:
+    state = service.queries.project_state(norm)
+    if upstream and (
+        state is None or (state.private and not (who and who.can_read(state.owner, norm)))
+    ):
         return RedirectResponse(f"{upstream.rstrip('/')}/{norm}/", status_code=302)
     return project_page(request, service, pages, norm, None, who, scoped=False, fmt=fmt)
 
@@ -179,12 +182,12 @@ def project_root(
     if redirect := normalised_redirect(request, **{owner: owner.lower(), project: norm}):
         return redirect
     state = service.queries.project_state(norm)
-    if state is None or state.owner != owner.lower():
-        raise NotFound(f"no environment {owner}/{norm} on this hub")
-    if state.private and not (who and who.can_read(state.owner, norm)):
-        if who is None:
-            raise Unauthorized(f"{owner}/{norm} is private: authenticate with a read token")
-        raise NotFound(f"no environment {owner}/{norm} on this hub")
+    if (
+        state is None
+        or state.owner != owner.lower()
+        or (state.private and not (who and who.can_read(state.owner, norm)))
+    ):
+        raise hidden(who, f"project {norm} on this index")
     seed = f"x{state.serial}|{norm}"
     return index_response(
         request, lambda ct: render_root([norm], ct), seed, fmt, private=state.private

@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from hub_server.auth import require_principal
 from hub_server.deps import Auth, Service
+from hub_server.errors import Forbidden
 from verifiers.hub import schemas as s
 
 router = APIRouter(prefix="/api/v1")
@@ -20,13 +21,15 @@ def whoami(who: Auth, service: Service) -> s.WhoAmI:
 @router.post("/users", response_model=s.UserCreated, status_code=201)
 def create_user(body: s.UserCreate, who: Auth, service: Service) -> s.UserCreated:
     p = require_principal(who)
-    p.require_scope("admin")
+    p.require_unrestricted("admin", "create users")
+    if not p.is_admin:
+        raise Forbidden("only hub admins can create users")
     name, token = service.accounts.create_user(body.name, admin=body.admin)
     return s.UserCreated(name=name, admin=body.admin, token=token)
 
 
 @router.post("/orgs", status_code=201)
-def create_org(body: s.UserCreate, who: Auth, service: Service) -> dict[str, str]:
+def create_org(body: s.OrgCreate, who: Auth, service: Service) -> dict[str, str]:
     return {"name": service.accounts.create_org(require_principal(who), body.name)}
 
 

@@ -55,7 +55,7 @@ class AccountService(Part):
         return norm, secret
 
     def create_org(self, principal: Principal, name: str) -> str:
-        principal.require_scope("manage")
+        principal.require_unrestricted("manage", "create organisations")
         norm = _new_namespace_name(name)
         with self.session() as db:
             ns = m.Namespace(name=norm, display_name=name.strip(), kind="org")
@@ -75,6 +75,11 @@ class AccountService(Part):
         if role not in ("member", "owner"):
             raise BadRequest(f"role must be 'member' or 'owner', not {role!r}")
         org_n, user_n = normalise_owner(org), normalise_owner(user)
+        if principal.restrict_projects is not None or not principal.token_allows(org_n, None):
+            raise Forbidden(
+                f"this token is restricted to {principal.describe_restriction()} and cannot "
+                f"manage the members of {org_n!r}"
+            )
         with self.session() as db:
             ns = db.scalar(select(m.Namespace).where(m.Namespace.name == org_n))
             if ns is None or ns.kind != "org":
@@ -222,13 +227,23 @@ class AccountService(Part):
                 .where(m.ApiToken.user_id == principal.user_id)
                 .order_by(m.ApiToken.id)
             ).all()
-            return [_token_out(t) for t in toks]
+            # a restricted token sees only the tokens within its own restriction
+            return [
+                _token_out(t)
+                for t in toks
+                if principal.covers(t.restrict_owner, t.restrict_projects)
+            ]
 
     def revoke_token(self, principal: Principal, token_id: int) -> s.TokenOut:
         principal.require_scope("manage")
         with self.session() as db:
             tok = db.get(m.ApiToken, token_id)
-            if tok is None or (tok.user_id != principal.user_id and not principal.is_admin):
+            reach = principal.is_admin and not principal.restricted
+            if (
+                tok is None
+                or (tok.user_id != principal.user_id and not reach)
+                or not principal.covers(tok.restrict_owner, tok.restrict_projects)
+            ):
                 raise NotFound(f"no token with id {token_id}; list yours with `vf token list`")
             if tok.revoked_at is None:
                 tok.revoked_at = now()

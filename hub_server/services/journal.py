@@ -26,7 +26,7 @@ class JournalService(Part):
         self, principal: Principal, since: int = 0, limit: int = 100
     ) -> list[s.JournalEntryOut]:
         """The audit log: every change with its serial, oldest first (admins only)."""
-        principal.require_scope("admin")
+        principal.require_unrestricted("admin", "read the journal")
         if not principal.is_admin:
             raise Forbidden("only hub admins can read the journal")
         if not 1 <= limit <= 1000:

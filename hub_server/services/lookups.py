@@ -4,6 +4,7 @@ PEP 440 version order, and the JSON view of a release."""
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -33,7 +34,7 @@ def normalise_owner(name: str) -> str:
 
 
 def file_url(sha256: str, filename: str) -> str:
-    return f"/files/{sha256[:2]}/{sha256}/{filename}"
+    return f"/files/{sha256[:2]}/{sha256}/{quote(filename, safe='')}"
 
 
 def version_key(v: str) -> tuple[int, Version | str]:

@@ -17,6 +17,9 @@ from sqlalchemy.orm import Session
 from hub_server import models as m
 from hub_server.auth import Principal
 from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
+from hub_server.names import normalised_filename
+from hub_server.protected_names import check_new_project_name
+from hub_server.sealing import check_sealed
 from hub_server.services.context import Part, now
 from hub_server.services.journal import record
 from hub_server.services.lookups import (
@@ -28,7 +31,7 @@ from hub_server.services.lookups import (
     version_key,
     visible_environment,
 )
-from hub_server.storage import blob_key
+from hub_server.storage import blob_key, drop_partials
 from hub_server.wheels import SDIST_TAG, WheelInfo, inspect_distribution
 from verifiers.hub import schemas as s
 
@@ -82,6 +85,15 @@ class PublishingService(Part):
         )
         metadata_sha = hashlib.sha256(info.metadata_bytes).hexdigest()
         owner_norm = normalise_owner(owner) if owner else None
+        with self.session() as db:
+            is_new = (
+                db.scalar(
+                    select(m.Environment.id).where(m.Environment.name == info.normalized_name)
+                )
+                is None
+            )
+        if is_new:  # a new name may not stand in for a well-known public package
+            check_new_project_name(info.normalized_name, self.ctx.settings)
         up = _Upload(principal, info, sha256, size, metadata_sha, owner_norm, private)
         # Check everything first, so refused and identical uploads store nothing.
         try:
@@ -137,16 +149,17 @@ class PublishingService(Part):
             return up.result(env_owner, env.name, created=True)
 
     def collect_garbage(self, grace_seconds: float = 3600.0, dry_run: bool = False) -> list[str]:
-        """Delete blobs that no published file references and that are older than the grace
-        period (in-flight uploads write their blobs just before committing)."""
+        """Delete blobs that no published file references and unfinished blob writes (an
+        upload killed while storing), when older than the grace period (in-flight uploads
+        write their blobs just before committing)."""
         storage = self.ctx.storage
         cutoff = now() - timedelta(seconds=grace_seconds)
+        deleted = drop_partials(storage, cutoff, dry_run=dry_run)
         candidates = [k for k, mtime in storage.list("sha256/") if mtime < cutoff]
         with self.session() as db:  # read after listing: anything committed since is kept
             used = {
                 k for pair in db.execute(select(m.File.blob_key, m.File.metadata_key)) for k in pair
             }
-        deleted = []
         for key in candidates:
             if key in used:
                 continue
@@ -197,6 +210,7 @@ class PublishingService(Part):
             raise Forbidden("only hub admins can delete releases; yank it instead (vf env yank)")
         with self.session() as db:
             env = visible_environment(db, principal, owner, name)
+            principal.require_project("admin", env.namespace.name, env.name)
             rel = release_of(db, env, version)
             files = db.scalars(select(m.File).where(m.File.release_id == rel.id)).all()
             names = [f.filename for f in files]
@@ -229,10 +243,12 @@ def _resolve_project(db: Session, up: _Upload) -> tuple[m.Environment, str]:
         if (owner and owner != env_owner) or not (
             principal.is_admin or env_owner in principal.namespaces
         ):
+            # a private project's owner is named only to those who may read it
+            hide = env.private and not principal.can_read(env_owner, env.name)
+            shown = "" if hide else f" ({env_owner})"
             raise Forbidden(
-                f"the name {info.normalized_name!r} is taken by another owner "
-                f"({env_owner}); rename your package (the distribution name is unique "
-                "hub-wide)"
+                f"the name {info.normalized_name!r} is taken by another owner{shown}; "
+                "rename your package (the distribution name is unique hub-wide)"
             )
         principal.require_project("upload", env_owner, env.name)
         if up.private and not env.private:
@@ -280,7 +296,10 @@ def _check_file_is_new(
             f"{filename} already exists with different contents; published files "
             "never change: bump the version and upload again"
         )
-    if db.get(m.BurnedFilename, filename) is not None:
+    if (
+        db.get(m.BurnedFilename, filename) is not None
+        or db.get(m.BurnedFilename, normalised_filename(filename)) is not None
+    ):
         raise Conflict(
             f"{filename} was published before and removed; filenames are never "
             "reused: bump the version and upload again"
@@ -311,6 +330,7 @@ def _find_or_create_release(db: Session, up: _Upload, env: m.Environment) -> m.R
         release.requires_dist = info.requires_dist
         release.entry_points = info.entry_points
         release.summary = info.summary
+    check_sealed(db, release, info, env.name)
     clash = db.scalar(
         select(m.File).where(m.File.release_id == release.id, m.File.wheel_tags == info.wheel_tags)
     )
@@ -338,9 +358,12 @@ def _add_file(db: Session, up: _Upload, env: m.Environment, release: m.Release) 
             metadata_key=blob_key(up.metadata_sha),
             requires_python=info.requires_python,
             uploaded_by=up.principal.user_id,
+            wheel_slot=None if info.wheel_tags == SDIST_TAG else 1,
         )
     )
     db.add(m.BurnedFilename(filename=info.filename))
+    if (burned_as := normalised_filename(info.filename)) != info.filename:
+        db.add(m.BurnedFilename(filename=burned_as))
     if _is_latest(db, env.id, info.version):
         env.summary = info.summary
         env.description = info.description

@@ -130,13 +130,19 @@ class QueryService(Part):
             )
 
     def counts(self) -> dict[str, int]:
-        """Row counts for ``/metrics``."""
+        """Row counts for ``/metrics``: public projects only (``/metrics`` needs no
+        credentials, and private projects are invisible)."""
         with self.session() as db:
+            public = select(m.Environment.id).where(m.Environment.private.is_(False))
+            releases = select(m.Release.id).where(m.Release.environment_id.in_(public))
             return {
                 "users": db.scalar(select(func.count()).select_from(m.User)) or 0,
-                "environments": db.scalar(select(func.count()).select_from(m.Environment)) or 0,
-                "releases": db.scalar(select(func.count()).select_from(m.Release)) or 0,
-                "files": db.scalar(select(func.count()).select_from(m.File)) or 0,
+                "environments": db.scalar(select(func.count()).select_from(public.subquery())) or 0,
+                "releases": db.scalar(select(func.count()).select_from(releases.subquery())) or 0,
+                "files": db.scalar(
+                    select(func.count()).select_from(m.File).where(m.File.release_id.in_(releases))
+                )
+                or 0,
             }
 
     # ---------------------------------------------------------------- the simple index

@@ -88,7 +88,12 @@ def test_health_metrics_and_error_bodies(hub: Hub) -> None:
     assert r.status_code == 400 and r.json()["error"] == "bad_request"
     r = httpx.get(f"{hub.url}/api/v1/nothing/here")
     assert r.status_code == 404 and r.json()["error"] == "not_found"
+    # a missing file answers like a private one: 401 without credentials, else 404
     r = httpx.get(f"{hub.url}/files/ab/abc/x.whl")
+    assert r.status_code == 401
+    r = httpx.get(
+        f"{hub.url}/files/ab/abc/x.whl", headers={"Authorization": f"Bearer {hub.admin_token}"}
+    )
     assert r.status_code == 404
     r = httpx.post(
         f"{hub.url}/legacy/",

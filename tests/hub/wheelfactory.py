@@ -123,3 +123,25 @@ def make_sdist(
     path = dest / filename
     path.write_bytes(buf.getvalue())
     return path
+
+
+def make_metadata_bomb(dest: Path, name: str, inflated: int) -> Path:
+    """A wheel whose METADATA inflates to ``inflated`` bytes at about 30:1 (under the hub's
+    ratio limit, so only a cap on what is read can stop it). Streamed: never held in memory."""
+    import os
+
+    dist = name.replace("-", "_")
+    dist_info = f"{dist}-1.0.0.dist-info"
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / f"{dist}-1.0.0-py3-none-any.whl"
+    block = os.urandom(32 * 1024) + b"\0" * (1024 * 1024 - 32 * 1024)  # ~30:1 deflated
+    head = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0.0\nSummary: ".encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr(f"{dist}/__init__.py", b"")
+        with zf.open(f"{dist_info}/METADATA", "w", force_zip64=True) as f:
+            f.write(head)
+            for _ in range(inflated // len(block)):
+                f.write(block)
+        zf.writestr(f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr(f"{dist_info}/RECORD", b"")
+    return path

@@ -5,10 +5,11 @@ The server builds its responses from these models and the CLI parses responses w
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, FiniteFloat, field_validator
 
 Scope = Literal["read", "upload", "yank", "manage", "admin"]
 SCOPES: tuple[str, ...] = ("read", "upload", "yank", "manage", "admin")
@@ -70,7 +71,9 @@ class YankRequest(BaseModel):
 
 class TokenCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
-    scopes: list[Scope] = Field(default_factory=lambda: list[Scope](["read", "upload"]))
+    scopes: list[Scope] = Field(
+        default_factory=lambda: list[Scope](["read", "upload"]), min_length=1
+    )
     owner: str | None = Field(default=None, description="restrict the token to this namespace")
     projects: list[str] | None = Field(
         default=None, description="restrict the token to these projects (may not exist yet)"
@@ -114,6 +117,13 @@ class UserCreated(BaseModel):
     token: str
 
 
+class OrgCreate(BaseModel):
+    name: str = Field(
+        description="1-39 letters, digits or '-', not starting or ending with '-'",
+        json_schema_extra=_NAMESPACE_DOC,
+    )
+
+
 class MemberAdd(BaseModel):
     user: str = Field(json_schema_extra=_NAMESPACE_DOC)
     role: Literal["member", "owner"] = "member"
@@ -154,8 +164,23 @@ class EvalResultIn(BaseModel):
     model: str = Field(min_length=1, max_length=200)
     num_examples: int = Field(ge=0, le=2**31 - 1)
     rollouts_per_example: int = Field(default=1, ge=1, le=2**31 - 1)
-    metrics: dict[str, float] = Field(default_factory=dict)
+    metrics: dict[str, FiniteFloat] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("details")
+    @classmethod
+    def _finite_details(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """NaN and infinities are not JSON: every backend must refuse them alike."""
+        stack: list[Any] = [v]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError("NaN and infinite numbers are not allowed; send finite values")
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        return v
 
 
 class EvalResultOut(EvalResultIn):

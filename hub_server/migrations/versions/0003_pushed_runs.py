@@ -1,7 +1,7 @@
 """pushed eval runs: run id, results blob, verified flag
 
 Revision ID: 0003
-Revises: 0001 (0002 once the sealed-versions migration is on the same branch)
+Revises: 0002
 Create Date: 2026-11-24
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0003"
-down_revision = "0001"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
