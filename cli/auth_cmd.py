@@ -8,9 +8,12 @@ import typer
 
 from cli._common import CLIError, handle_errors
 
+app = typer.Typer()
 token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke hub API tokens.")
+app.add_typer(token_app, name="token")
 
 
+@app.command("login")
 @handle_errors
 def login(
     url: str = typer.Option(..., "--url", help="Hub base URL, e.g. http://127.0.0.1:8000"),
@@ -19,40 +22,31 @@ def login(
     ),
 ) -> None:
     """Store the hub URL and token after checking them against the hub."""
-    from cli.hub_client import HubClient
-    from cli.hub_config import HubTarget, load_config, save_config
+    from verifiers.hub.client import HubClient
 
     if not url.startswith(("http://", "https://")):
         raise CLIError(f"--url must start with http:// or https://, got {url!r}")
     if not token:
         token = typer.prompt("Token", hide_input=True)
-    who = HubClient(HubTarget(url=url.rstrip("/"), token=token)).whoami()
-    config = load_config()
-    config["hub"] = {**config.get("hub", {}), "url": url.rstrip("/"), "token": token}
-    path = save_config(config)
-    typer.echo(f"logged in to {url.rstrip('/')} as {who.user} (saved to {path})")
+    client = HubClient(url, token)
+    who, path = client.login()
+    typer.echo(f"logged in to {client.url} as {who.user} (saved to {path})")
 
 
+@app.command("logout")
 @handle_errors
 def logout() -> None:
     """Forget the stored token."""
-    from cli.hub_config import load_config, save_config
+    from verifiers.hub.config import forget_token
 
-    config = load_config()
-    hub = config.get("hub", {})
-    if "token" not in hub:
-        typer.echo("not logged in")
-        return
-    hub.pop("token")
-    config["hub"] = hub
-    save_config(config)
-    typer.echo("logged out")
+    typer.echo("logged out" if forget_token() else "not logged in")
 
 
+@app.command("whoami")
 @handle_errors
 def whoami(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Show who the configured token belongs to and what it may do."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     client = HubClient()
     who = client.whoami()
@@ -85,7 +79,7 @@ def token_create(
     """Create a token. The secret is printed once, alone on the last line."""
     from pydantic import ValidationError
 
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
     from verifiers.hub.schemas import SCOPES, TokenCreate
 
     bad = [sc for sc in scope if sc not in SCOPES]
@@ -111,7 +105,7 @@ def token_create(
 @handle_errors
 def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List your tokens (never their secrets)."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     tokens = HubClient().list_tokens()
     if as_json:
@@ -133,15 +127,7 @@ def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
 @handle_errors
 def token_revoke(token_id: int = typer.Argument(..., help="Token id from `vf token list`")) -> None:
     """Revoke a token; it stops working at once."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     t = HubClient().revoke_token(token_id)
     typer.echo(f"revoked token {t.id} ({t.name})")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the auth commands to the root app."""
-    app.command("login")(login)
-    app.command("logout")(logout)
-    app.command("whoami")(whoami)
-    app.add_typer(token_app, name="token")

@@ -23,6 +23,9 @@ HELP = (
     "(or the built-in `-m oracle`)."
 )
 
+# run alone as `vf-eval` too: no completion commands, plain tracebacks and help
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
 
@@ -73,6 +76,7 @@ def _resolve_endpoint(
     return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
 
 
+@app.command("eval", help=HELP)
 @handle_errors
 def eval_command(
     env_id: str = typer.Argument(

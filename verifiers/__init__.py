@@ -7,8 +7,9 @@ sqlalchemy or typer).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from verifiers._lazy import lazy_exports
 
 __version__ = "0.9.0"
 
@@ -51,6 +52,9 @@ _EXPORTS: dict[str, str] = {
     "EndpointConfig": "verifiers.clients.endpoints",
     "load_endpoints": "verifiers.clients.endpoints",
     "as_client": "verifiers.clients.base",
+    # tools
+    "tool_call": "verifiers.utils.tool_calls",
+    "tool_call_message": "verifiers.utils.tool_calls",
     # evaluation and loading
     "evaluate": "verifiers.evaluation",
     "evaluate_async": "verifiers.evaluation",
@@ -96,23 +100,9 @@ __all__ = sorted(_EXPORTS)
 
 
 # subpackages reachable as attributes (``vf.train``, ``vf.testing``) without importing them first
-_SUBMODULES = frozenset({"train", "testing", "sandbox", "hub"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return import_module(f"verifiers.{name}")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'verifiers' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)
-
+__getattr__, __dir__ = lazy_exports(
+    __name__, _EXPORTS, submodules=("train", "testing", "sandbox", "hub")
+)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.clients.base import Client as Client
@@ -184,3 +174,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         print_prompt_completions_sample as print_prompt_completions_sample,
     )
     from verifiers.utils.logging_utils import setup_logging as setup_logging
+    from verifiers.utils.tool_calls import tool_call as tool_call
+    from verifiers.utils.tool_calls import tool_call_message as tool_call_message

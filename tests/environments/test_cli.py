@@ -13,16 +13,16 @@ import pytest
 
 from verifiers.loading import eval_defaults
 
-from .conftest import ENV_ROOT, ENVIRONMENTS
+from .conftest import ENV_DIRS, ENVIRONMENTS
 
-PRESENT = [name for name in ENVIRONMENTS if (ENV_ROOT / name).is_dir()]
+PRESENT = sorted(ENVIRONMENTS)
 
 
 @pytest.mark.parametrize("name", PRESENT)
 def test_vf_eval_oracle_gets_full_reward(name: str, tmp_path: Path) -> None:
     env = dict(os.environ)
     # found by entry point when installed, by module name from the checkout otherwise
-    paths = [str(ENV_ROOT / n) for n in PRESENT]
+    paths = [str(ENV_DIRS[n]) for n in PRESENT]
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
     vf_eval = Path(sys.executable).with_name("vf-eval")
     args = ["-n", "2", "-r", "1", "-o", str(tmp_path / "run"), "--json"]

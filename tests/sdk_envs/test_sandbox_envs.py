@@ -309,7 +309,7 @@ async def test_cancelling_200_rollouts_half_way_leaves_nothing_behind() -> None:
 
 CHILD = """
 import asyncio, sys
-from tests.envs.test_sandbox_envs import ROWS, _repl_responder, _run_many
+from tests.sdk_envs.test_sandbox_envs import ROWS, _repl_responder, _run_many
 from verifiers.envs.python_env import PythonEnv
 from verifiers.testing.server import OpenAITestServer
 
