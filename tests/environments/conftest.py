@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV_ROOT = ROOT / "environments"
 
 
-
 def _discover() -> dict[str, tuple[str, Path]]:
     """Entry-point name -> (module name, package directory) for every environments/*/ with a
     pyproject.toml, read from its ``verifiers.environments`` entry point."""

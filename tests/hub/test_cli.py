@@ -23,25 +23,9 @@ def cfg(tmp_path: Path) -> dict[str, str]:
 
 def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path) -> None:
     data = tmp_path / "hubdata"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cli.main import main; main()",
-            "hub",
-            "user",
-            "create",
-            "Alice",
-            "--admin",
-            "--data-dir",
-            str(data),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    token = r.stdout.strip().splitlines()[-1]
+    code, out, err = vf(["hub", "user", "create", "Alice", "--admin", "--data-dir", str(data)], {})
+    assert code == 0, err
+    token = out.strip().splitlines()[-1]
     assert token.startswith("vfh_") and " " not in token
     code, out, _ = vf(["hub", "migrate", "--data-dir", str(data)], {})
     assert code == 0 and "revision 0001" in out
