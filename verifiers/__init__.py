@@ -100,11 +100,15 @@ __all__ = sorted(_EXPORTS)
 
 
 # subpackages reachable as attributes (``vf.train``, ``vf.testing``) without importing them first
-__getattr__, __dir__ = lazy_exports(
-    __name__, _EXPORTS, submodules=("train", "testing", "sandbox", "hub")
-)
+_SUBMODULES = ("train", "testing", "sandbox", "hub")
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, submodules=_SUBMODULES)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from verifiers import hub as hub
+    from verifiers import sandbox as sandbox
+    from verifiers import testing as testing
+    from verifiers import train as train
     from verifiers.clients.base import Client as Client
     from verifiers.clients.base import as_client as as_client
     from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
