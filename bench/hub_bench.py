@@ -160,7 +160,7 @@ def content_type(port: int, path: str, accept: str) -> str:
 def publish_to_hub(port: int, data_dir: Path, wheels: list[Path]) -> None:
     import httpx
 
-    from hub_server.app import open_service
+    from hub_server.services import open_service
     from hub_server.settings import Settings
 
     service = open_service(Settings(data_dir=data_dir))

@@ -171,7 +171,14 @@ def child(framework: str, env_name: str, base_url: str, n: int, concurrency: int
         client = vf.NativeClient(base_url)
 
         def run(num: int) -> Any:
-            return vf.evaluate(env, client, MODEL, num_examples=num, max_concurrent=concurrency)
+            return vf.evaluate(
+                env,
+                client,
+                MODEL,
+                num_examples=num,
+                rollouts_per_example=1,
+                max_concurrent=concurrency,
+            )
 
     else:
         # what upstream's own vf-eval does: a ClientConfig, resolved to its AsyncOpenAI wrapper

@@ -87,3 +87,40 @@ def _report(e: Exception, message: str, hint: str | None) -> None:
         traceback.print_exception(e)
     # one line: the message, then the next step
     print(f"error: {message}" + (f" ({hint})" if hint else ""), file=sys.stderr)
+
+
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``: a count with its noun in the right number."""
+    return f"{n} {singular if n == 1 else (plural_form or singular + 's')}"
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Plain-text table lines (header, rule, rows) with columns padded to their widest cell.
+
+    Plain text rather than rich markup, so the output reads the same in a pipe or a log.
+    """
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def plain_usage_lines() -> None:
+    """Usage lines in the usual Unix form: ``vf eval [OPTIONS] ENV_ID``, not ``{env_id}``.
+
+    Typer writes a required argument as ``{name}`` in usage lines; this makes it ``NAME`` (and
+    an optional one ``[NAME]``), the form man pages and ``--help`` of other tools use.
+    """
+    from typer.core import TyperArgument
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.metavar or (self.name or "").upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 and not name.endswith("...") else "")
+
+    if hasattr(TyperArgument, "_usage_display_name"):
+        TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]

@@ -13,23 +13,60 @@ token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke hub 
 app.add_typer(token_app, name="token")
 
 
+def _read_token() -> str:
+    """The token from a terminal prompt, or from standard input when it is piped."""
+    import sys
+
+    if sys.stdin is not None and sys.stdin.isatty():
+        return str(typer.prompt("Token", hide_input=True)).strip()
+    piped = sys.stdin.readline().strip() if sys.stdin is not None else ""
+    if not piped:
+        raise CLIError(
+            "no token given and no terminal to ask for one",
+            "pass --token TOKEN, set VF_HUB_TOKEN, or pipe it: echo $TOKEN | vf login",
+        )
+    return piped
+
+
 @app.command("login")
 @handle_errors
 def login(
-    url: str = typer.Option(..., "--url", help="Hub base URL, e.g. http://127.0.0.1:8000"),
+    url: str = typer.Option(
+        None,
+        "--url",
+        help="Hub base URL (default: $VF_HUB_URL, the saved URL, else http://127.0.0.1:8000)",
+        show_default=False,
+    ),
     token: str = typer.Option(
-        None, "--token", help="API token (prompted for when omitted)", show_default=False
+        None,
+        "--token",
+        help="API token (default: $VF_HUB_TOKEN; prompted for, or read from piped stdin)",
+        show_default=False,
     ),
 ) -> None:
     """Store the hub URL and token after checking them against the hub."""
-    from verifiers.hub.client import HubClient
+    import os
 
+    from verifiers.errors import HubClientError
+    from verifiers.hub.client import HubClient
+    from verifiers.hub.config import HubSettings
+
+    if url is None:
+        url = HubSettings.load().url
     if not url.startswith(("http://", "https://")):
         raise CLIError(f"--url must start with http:// or https://, got {url!r}")
-    if not token:
-        token = typer.prompt("Token", hide_input=True)
+    url = url.rstrip("/")
+    token = token or os.environ.get("VF_HUB_TOKEN") or _read_token()
     client = HubClient(url, token)
-    who, path = client.login()
+    try:
+        who, path = client.login()
+    except HubClientError as e:
+        if e.status_code == 401:
+            raise CLIError(
+                f"the hub at {url} does not accept this token ({e})",
+                "check the token: `vf hub user create` and `vf token create` print new ones",
+            ) from None
+        raise
     typer.echo(f"logged in to {client.url} as {who.user} (saved to {path})")
 
 
@@ -111,6 +148,9 @@ def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
     if as_json:
         typer.echo(json.dumps([t.model_dump(mode="json") for t in tokens], indent=2))
         return
+    from cli._common import format_table, plural
+
+    rows = []
     for t in tokens:
         state = (
             "revoked"
@@ -118,9 +158,10 @@ def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
             else (f"expires {t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
         )
         limits = " ".join(x for x in (t.owner or "", ",".join(t.projects or [])) if x)
-        typer.echo(
-            f"{t.id:>5}  {t.name:<20} {','.join(t.scopes):<28} {state:<18} {limits}".rstrip()
-        )
+        rows.append([str(t.id), t.name, ",".join(t.scopes), state, limits or "-"])
+    for line in format_table(["ID", "NAME", "SCOPES", "STATE", "RESTRICTED TO"], rows):
+        typer.echo(line)
+    typer.echo(f"({plural(len(tokens), 'token')})")
 
 
 @token_app.command("revoke")

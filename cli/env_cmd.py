@@ -122,18 +122,59 @@ def info(spec: str = typer.Argument(..., help="OWNER/NAME"), as_json: bool = _JS
 
 
 def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: int) -> None:
+    from cli._common import format_table, plural
+
     if not items:
         typer.echo("no environments found")
         return
-    for p in items:
-        lock = " (private)" if p.private else ""
-        tags = f"  [{', '.join(p.tags)}]" if p.tags else ""
-        typer.echo(
-            f"{p.owner}/{p.name}@{p.latest_version or '-'}{lock}  {p.summary or ''}{tags}".rstrip()
-        )
+    rows = [
+        [
+            f"{p.owner}/{p.name}",
+            p.latest_version or "-",
+            "private" if p.private else "public",
+            ", ".join(p.tags),
+            p.summary or "",
+        ]
+        for p in items
+    ]
+    for text in format_table(["ENVIRONMENT", "LATEST", "VISIBILITY", "TAGS", "SUMMARY"], rows):
+        typer.echo(text)
     shown = (page - 1) * per_page + len(items)
-    if shown < total:
-        typer.echo(f"({shown} of {total}; next: --page {page + 1})")
+    more = f"; next: --page {page + 1}" if shown < total else ""
+    typer.echo(f"({len(items)} shown of {plural(total, 'environment')}{more})")
+
+
+@app.command("uninstall")
+@handle_errors
+def uninstall(
+    spec: str = typer.Argument(..., help="OWNER/NAME or NAME of an installed environment"),
+) -> None:
+    """Remove an installed environment package from this Python."""
+    import importlib.metadata
+    import importlib.util
+    import shutil
+    import subprocess
+    import sys
+
+    name = spec.split("@", 1)[0].rsplit("/", 1)[-1]
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise CLIError(
+            f"{name} is not installed in this Python ({sys.executable})",
+            "see what is installed with: pip list",
+        ) from None
+    if importlib.util.find_spec("pip") is not None:
+        cmd = [sys.executable, "-m", "pip", "uninstall", "-y", "-q", name]
+    elif uv := shutil.which("uv"):
+        cmd = [uv, "pip", "uninstall", "--python", sys.executable, name]
+    else:
+        raise CLIError("neither pip nor uv is available to uninstall packages")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise CLIError(f"could not uninstall {name}: {detail[-1] if detail else 'pip failed'}")
+    typer.echo(f"uninstalled {name} {version}")
 
 
 @app.command("list")
@@ -141,8 +182,8 @@ def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: in
 def list_(
     owner: str = typer.Option(None, "--owner", help="Only this namespace"),
     tag: str = typer.Option(None, "--tag", help="Only environments with this tag"),
-    page: int = typer.Option(1, "--page", min=1),
-    per_page: int = typer.Option(20, "--per-page", min=1, max=100),
+    page: int = typer.Option(1, "--page", min=1, help="Page of results to show"),
+    per_page: int = typer.Option(20, "--per-page", min=1, max=100, help="Results per page"),
     as_json: bool = _JSON,
 ) -> None:
     """List environments on the hub."""
@@ -159,9 +200,9 @@ def list_(
 @handle_errors
 def search(
     query: str = typer.Argument(..., help="Text to look for in names, summaries and tags"),
-    tag: str = typer.Option(None, "--tag"),
-    page: int = typer.Option(1, "--page", min=1),
-    per_page: int = typer.Option(20, "--per-page", min=1, max=100),
+    tag: str = typer.Option(None, "--tag", help="Only environments with this tag"),
+    page: int = typer.Option(1, "--page", min=1, help="Page of results to show"),
+    per_page: int = typer.Option(20, "--per-page", min=1, max=100, help="Results per page"),
     as_json: bool = _JSON,
 ) -> None:
     """Search environments on the hub."""
@@ -187,6 +228,31 @@ def yank(
     assert version is not None
     rel = HubClient().set_yanked(owner, name, version, True, reason)
     typer.echo(f"yanked {owner}/{name}@{rel.version}" + (f" ({reason})" if reason else ""))
+
+
+@app.command("delete")
+@handle_errors
+def delete(
+    spec: str = typer.Argument(..., help="OWNER/NAME@VERSION"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation"),
+) -> None:
+    """Delete a version and its files (admins). Prefer `vf env yank`: a deleted version's
+    filenames can never be uploaded again."""
+    import sys
+
+    from verifiers.hub.client import HubClient, parse_spec
+
+    owner, name, version = parse_spec(spec, need_version=True)
+    assert version is not None
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(
+                f"deleting {owner}/{name}@{version} needs confirmation",
+                "pass --yes (or run it in a terminal)",
+            )
+        typer.confirm(f"delete {owner}/{name}@{version} and its files for good?", abort=True)
+    files = HubClient().delete_release(owner, name, version)
+    typer.echo(f"deleted {owner}/{name}@{version} ({', '.join(files) or 'no files'})")
 
 
 @app.command("unyank")

@@ -11,12 +11,14 @@ import contextlib
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from cli._common import CLIError, handle_errors
+from cli.eval_report import Progress, error_verdict, print_samples, print_summary
 
 HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
@@ -52,11 +54,24 @@ def _resolve_endpoint(
     """The :class:`verifiers.EndpointConfig` for ``-m`` from the registry or the flags."""
     from verifiers.clients.endpoints import EndpointConfig, load_endpoints
 
+    named_var = key_var or os.environ.get("VF_API_KEY_VAR")
+    if named_var and os.environ.get(named_var) is None:
+        source = "-k" if key_var else "VF_API_KEY_VAR"
+        raise CLIError(
+            f"the API key variable ${named_var} (named by {source}) is not set",
+            hint=f"export {named_var}=... , or name the variable that holds the key",
+            exit_code=2,
+        )
     default_registry = Path("configs/endpoints.toml")
     registry = endpoints_path or (str(default_registry) if default_registry.is_file() else None)
+    aliases: list[str] = []
     if registry:
         if not Path(registry).is_file():
-            raise CLIError(f"endpoints file {registry} does not exist", exit_code=2)
+            raise CLIError(
+                f"endpoints file {registry} does not exist",
+                hint="configs/endpoints.toml in the repository shows the format",
+                exit_code=2,
+            )
         endpoints = load_endpoints(registry)
         if model in endpoints:
             ep = endpoints[model]
@@ -65,269 +80,374 @@ def _resolve_endpoint(
 
                 ep = dataclasses.replace(ep, api_key_var=key_var)
             return ep
+        aliases = sorted(endpoints)
+        if endpoints_path and not base_url:
+            raise CLIError(
+                f"{model!r} is not an alias in {registry} (aliases: {', '.join(aliases) or 'none'})",
+                hint="pick one of them with -m, or pass -b URL to use it as a model name",
+                exit_code=2,
+            )
     url = base_url or os.environ.get("VF_BASE_URL") or DEFAULT_BASE_URL
-    var = key_var or os.environ.get("VF_API_KEY_VAR") or DEFAULT_KEY_VAR
+    var = named_var or DEFAULT_KEY_VAR
     if os.environ.get(var) is None and url == DEFAULT_BASE_URL:
+        known = (
+            f"{model!r} is not an alias in {registry} ({', '.join(aliases)}), and "
+            if aliases
+            else ""
+        )
         raise CLIError(
-            f"no API key: ${var} is not set",
+            f"{known}no API key for {url}: ${var} is not set",
             hint=f"export {var}=... , pass -k VAR_NAME, point -b at your own endpoint, or use -m oracle",
             exit_code=2,
         )
     return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
 
 
+def _load(env_id: str, env_kwargs: dict[str, Any], install: bool) -> Any:
+    """The environment for ``ENV_ID``: an installed id, or a package directory (not installed).
+
+    ``OWNER/NAME`` that is not installed is installed from the configured hub when ``install``
+    is set, or after a yes on a terminal.
+    """
+    import verifiers as vf
+    from verifiers.loading import load_environment_from_directory
+
+    if Path(env_id).is_dir():
+        return load_environment_from_directory(env_id, **env_kwargs)
+    try:
+        return vf.load_environment(env_id, **env_kwargs)
+    except vf.EnvironmentNotFoundError as e:
+        if "/" not in env_id:
+            raise
+        if not (install or _confirm_install(env_id)):
+            raise CLIError(
+                str(e), hint="or add --install to install it from the hub now", exit_code=2
+            ) from None
+    from cli import env_cmd
+
+    env_cmd.install(spec=env_id, no_deps=False)
+    import importlib
+
+    importlib.invalidate_caches()
+    return vf.load_environment(env_id, **env_kwargs)
+
+
+def _confirm_install(env_id: str) -> bool:
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    from verifiers.hub.config import HubSettings
+
+    return bool(
+        typer.confirm(
+            f"{env_id} is not installed; install it from {HubSettings.load().url}?",
+            default=True,
+            err=True,
+        )
+    )
+
+
+def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: int | None) -> None:
+    """``-n`` is -1 (all) or at least 1; ``-r`` and ``-c`` are at least 1."""
+    if num_examples is not None and num_examples != -1 and num_examples < 1:
+        raise CLIError(
+            f"-n/--num-examples must be -1 (all) or at least 1, got {num_examples}", exit_code=2
+        )
+    if rollouts is not None and rollouts < 1:
+        raise CLIError(f"-r/--rollouts-per-example must be at least 1, got {rollouts}", exit_code=2)
+    if concurrent is not None and concurrent < 1:
+        raise CLIError(f"-c/--max-concurrent must be at least 1, got {concurrent}", exit_code=2)
+
+
+_ENV_ID = typer.Argument(
+    ..., metavar="ENV_ID", help="Environment id: NAME, OWNER/NAME or OWNER/NAME@VERSION."
+)
+
+_MODEL = typer.Option(
+    "gpt-4.1-mini", "--model", "-m", help="Model name, endpoint alias, or 'oracle'."
+)
+
+_API_BASE_URL = typer.Option(
+    None,
+    "--api-base-url",
+    "-b",
+    help="OpenAI-compatible base URL (default $VF_BASE_URL or OpenAI).",
+)
+
+_API_KEY_VAR = typer.Option(
+    None, "--api-key-var", "-k", help="Environment variable holding the API key."
+)
+
+_ENDPOINTS_PATH = typer.Option(
+    None, "--endpoints-path", "-e", help="endpoints.toml registry of model aliases."
+)
+
+_NUM_EXAMPLES = typer.Option(
+    None,
+    "--num-examples",
+    "-n",
+    help="Examples to evaluate (-1: all; default from the env or 5).",
+)
+
+_ROLLOUTS_PER_EXAMPLE = typer.Option(
+    None,
+    "--rollouts-per-example",
+    "-r",
+    help="Rollouts per example (default from the env or 3).",
+)
+
+_MAX_CONCURRENT = typer.Option(
+    None, "--max-concurrent", "-c", help="Rollouts in flight at once (default 32)."
+)
+
+_MAX_TOKENS = typer.Option(None, "--max-tokens", "-t", help="Max tokens per model call.")
+
+_TEMPERATURE = typer.Option(None, "--temperature", "-T", help="Sampling temperature.")
+
+_SAMPLING_ARGS = typer.Option(
+    None, "--sampling-args", "-S", help="Sampling arguments as a JSON object."
+)
+
+_ENV_ARGS = typer.Option(
+    None, "--env-args", "-a", help="Arguments for load_environment as a JSON object."
+)
+
+_OUTPUT_DIR = typer.Option(
+    None, "--output-dir", "-o", help="Run directory (implies --save-results)."
+)
+
+_SAVE_RESULTS = typer.Option(
+    False, "--save-results", "-s", help="Write results.jsonl and metadata.json."
+)
+
+_RESUME = typer.Option(
+    False,
+    "--resume",
+    "-R",
+    help="Continue the matching earlier run: only missing or errored rollouts run.",
+)
+
+_STATE_COLUMNS = typer.Option(
+    [], "--state-columns", "-C", help="Extra state keys to save (repeatable)."
+)
+
+_MAX_RETRIES = typer.Option(5, "--max-retries", help="Retries per request for transient errors.")
+
+_TIMEOUT = typer.Option(600.0, "--timeout", help="Seconds per request before it counts as failed.")
+
+_API_CLIENT_TYPE = typer.Option(
+    "native", "--api-client-type", help="'native' (fast aiohttp) or 'openai' (official SDK)."
+)
+
+_MAX_ERROR_RATE = typer.Option(
+    None,
+    "--max-error-rate",
+    min=0.0,
+    max=1.0,
+    help="Exit 1 when more than this fraction of rollouts errored (default: only when all did).",
+)
+
+_INSTALL = typer.Option(
+    False,
+    "--install",
+    help="Install OWNER/NAME from the configured hub when it is not installed (no prompt).",
+)
+
+_SAMPLES = typer.Option(
+    3, "--samples", min=0, help="Sample rollouts to print after the summary (0: none)."
+)
+
+_VERBOSE = typer.Option(False, "--verbose", "-v", help="Debug logging.")
+
+_AS_JSON = typer.Option(
+    False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
+)
+
+_DEBUG = typer.Option(False, "--debug", help="Show tracebacks on errors.")
+
+
+@dataclass
+class EvalOptions:
+    """What ``vf-eval`` was asked to do: its flags, one field each."""
+
+    env_id: str
+    model: str
+    api_base_url: str | None
+    api_key_var: str | None
+    endpoints_path: str | None
+    num_examples: int | None
+    rollouts_per_example: int | None
+    max_concurrent: int | None
+    max_tokens: int | None
+    temperature: float | None
+    sampling_args: str | None
+    env_args: str | None
+    output_dir: str | None
+    save_results: bool
+    resume: bool
+    state_columns: list[str]
+    max_retries: int
+    timeout: float
+    api_client_type: str
+    max_error_rate: float | None
+    install: bool
+    samples: int
+    verbose: bool
+    as_json: bool
+    debug: bool
+
+
 @app.command("eval", help=HELP)
 @handle_errors
 def eval_command(
-    env_id: str = typer.Argument(
-        ..., metavar="ENV_ID", help="Environment id: NAME, OWNER/NAME or OWNER/NAME@VERSION."
-    ),
-    model: str = typer.Option(
-        "gpt-4.1-mini", "--model", "-m", help="Model name, endpoint alias, or 'oracle'."
-    ),
-    api_base_url: str | None = typer.Option(
-        None,
-        "--api-base-url",
-        "-b",
-        help="OpenAI-compatible base URL (default $VF_BASE_URL or OpenAI).",
-    ),
-    api_key_var: str | None = typer.Option(
-        None, "--api-key-var", "-k", help="Environment variable holding the API key."
-    ),
-    endpoints_path: str | None = typer.Option(
-        None, "--endpoints-path", "-e", help="endpoints.toml registry of model aliases."
-    ),
-    num_examples: int | None = typer.Option(
-        None,
-        "--num-examples",
-        "-n",
-        help="Examples to evaluate (-1: all; default from the env or 5).",
-    ),
-    rollouts_per_example: int | None = typer.Option(
-        None,
-        "--rollouts-per-example",
-        "-r",
-        help="Rollouts per example (default from the env or 3).",
-    ),
-    max_concurrent: int = typer.Option(
-        32, "--max-concurrent", "-c", help="Rollouts in flight at once."
-    ),
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", "-t", help="Max tokens per model call."
-    ),
-    temperature: float | None = typer.Option(
-        None, "--temperature", "-T", help="Sampling temperature."
-    ),
-    sampling_args: str | None = typer.Option(
-        None, "--sampling-args", "-S", help="Sampling arguments as a JSON object."
-    ),
-    env_args: str | None = typer.Option(
-        None, "--env-args", "-a", help="Arguments for load_environment as a JSON object."
-    ),
-    output_dir: str | None = typer.Option(
-        None, "--output-dir", "-o", help="Run directory (implies --save-results)."
-    ),
-    save_results: bool = typer.Option(
-        False, "--save-results", "-s", help="Write results.jsonl and metadata.json."
-    ),
-    resume: bool = typer.Option(
-        False,
-        "--resume",
-        "-R",
-        help="Continue the matching earlier run: only missing or errored rollouts run.",
-    ),
-    state_columns: list[str] = typer.Option(
-        [], "--state-columns", "-C", help="Extra state keys to save (repeatable)."
-    ),
-    max_retries: int = typer.Option(
-        5, "--max-retries", help="Retries per request for transient errors."
-    ),
-    timeout: float = typer.Option(
-        600.0, "--timeout", help="Seconds per request before it counts as failed."
-    ),
-    api_client_type: str = typer.Option(
-        "native", "--api-client-type", help="'native' (fast aiohttp) or 'openai' (official SDK)."
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
-    ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    env_id: str = _ENV_ID,
+    model: str = _MODEL,
+    api_base_url: str | None = _API_BASE_URL,
+    api_key_var: str | None = _API_KEY_VAR,
+    endpoints_path: str | None = _ENDPOINTS_PATH,
+    num_examples: int | None = _NUM_EXAMPLES,
+    rollouts_per_example: int | None = _ROLLOUTS_PER_EXAMPLE,
+    max_concurrent: int | None = _MAX_CONCURRENT,
+    max_tokens: int | None = _MAX_TOKENS,
+    temperature: float | None = _TEMPERATURE,
+    sampling_args: str | None = _SAMPLING_ARGS,
+    env_args: str | None = _ENV_ARGS,
+    output_dir: str | None = _OUTPUT_DIR,
+    save_results: bool = _SAVE_RESULTS,
+    resume: bool = _RESUME,
+    state_columns: list[str] = _STATE_COLUMNS,
+    max_retries: int = _MAX_RETRIES,
+    timeout: float = _TIMEOUT,
+    api_client_type: str = _API_CLIENT_TYPE,
+    max_error_rate: float | None = _MAX_ERROR_RATE,
+    install: bool = _INSTALL,
+    samples: int = _SAMPLES,
+    verbose: bool = _VERBOSE,
+    as_json: bool = _AS_JSON,
+    debug: bool = _DEBUG,
 ) -> None:
+    opts = EvalOptions(**locals())  # every parameter, by name: nothing else is defined yet
+    run_dir: list[Path | None] = [None]
+    if not opts.as_json:
+        result = _execute(opts, run_dir)
+        print_summary(result)
+        if opts.samples:
+            print_samples(result, opts.samples)
+    else:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
+            result = _execute(opts, run_dir)
+        out = dict(result.metadata)
+        out["path"] = str(result.path) if result.path else None
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
+    failed = error_verdict(result.metadata["summary"], opts.max_error_rate)
+    if failed:
+        raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
+
+
+def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
+    """Load, resolve the endpoint, run with a progress display; ``run_dir[0]`` gets the run
+    directory as soon as the run has one (for the Ctrl-C message)."""
     import asyncio
     import logging
 
     import verifiers as vf
-    from verifiers.loading import eval_defaults
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr)
-    env_kwargs = _json_arg(env_args, "--env-args")
-    sampling = _json_arg(sampling_args, "--sampling-args")
-    if max_tokens is not None:
-        sampling["max_tokens"] = max_tokens
-    if temperature is not None:
-        sampling["temperature"] = temperature
-    if api_client_type not in ("native", "openai"):
+    logging.basicConfig(level=logging.DEBUG if o.verbose else logging.WARNING, stream=sys.stderr)
+    env_kwargs = _json_arg(o.env_args, "--env-args")
+    sampling = _json_arg(o.sampling_args, "--sampling-args")
+    if o.max_tokens is not None:
+        sampling["max_tokens"] = o.max_tokens
+    if o.temperature is not None:
+        sampling["temperature"] = o.temperature
+    if o.api_client_type not in ("native", "openai"):
         raise CLIError(
-            f"--api-client-type must be 'native' or 'openai', not {api_client_type!r}", exit_code=2
+            f"--api-client-type must be 'native' or 'openai', not {o.api_client_type!r}",
+            exit_code=2,
         )
+    _check_counts(o.num_examples, o.rollouts_per_example, o.max_concurrent)
+    env = _load(o.env_id, env_kwargs, o.install)
+    # only what the user gave: the library applies the defaults (the environment's
+    # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
+    given: dict[str, Any] = {
+        "num_examples": o.num_examples,
+        "rollouts_per_example": o.rollouts_per_example,
+    }
+    if o.max_concurrent is not None:
+        given["max_concurrent"] = o.max_concurrent
+    client, endpoint, model_name = _client(o)
+    progress = None if o.as_json else Progress(o.env_id, model_name)
 
-    def execute() -> vf.EvalResult:
-        env = vf.load_environment(env_id, **env_kwargs)
-        defaults = eval_defaults(env_id)
-        n = num_examples if num_examples is not None else int(defaults.get("num_examples", 5))
-        r = (
-            rollouts_per_example
-            if rollouts_per_example is not None
-            else int(defaults.get("rollouts_per_example", 3))
-        )
-        for key in ("max_tokens", "temperature"):
-            if key in defaults and key not in sampling:
-                sampling[key] = defaults[key]
+    def started(path: Path | None) -> None:
+        run_dir[0] = path
 
-        retry = vf.RetryPolicy(max_retries=max_retries)
-        client: Any
-        endpoint: str | None
-        if model == "oracle":
-            client, endpoint, model_name = vf.OracleClient(), None, "oracle"
-        else:
-            ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
-            client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
-            endpoint, model_name = ",".join(ep.base_urls), ep.model
-
-        progress = None if as_json else _Progress(env_id, model_name)
-
-        async def run() -> vf.EvalResult:
-            try:
-                return await vf.evaluate_async(
-                    env,
-                    client,
-                    model_name,
-                    num_examples=n,
-                    rollouts_per_example=r,
-                    max_concurrent=max_concurrent,
-                    sampling_args=sampling,
-                    save_results=save_results or resume or output_dir is not None,
-                    output_dir=output_dir,
-                    resume=resume,
-                    state_columns=state_columns,
-                    on_progress=progress.update if progress else None,
-                    endpoint=endpoint,
-                )
-            finally:
-                await client.close()
-                await env.close()
-
-        if progress:
-            progress.start(n_total=None)
+    async def run() -> vf.EvalResult:
         try:
-            result = asyncio.run(run())
-        except BaseException:
-            if progress:
-                progress.stop(clear_if_idle=True)  # a config error stays a one-line message
-            raise
+            return await vf.evaluate_async(
+                env,
+                client,
+                model_name,
+                sampling_args=sampling,
+                save_results=o.save_results or o.resume or o.output_dir is not None,
+                output_dir=o.output_dir,
+                resume=o.resume,
+                state_columns=o.state_columns,
+                on_progress=progress.update if progress else None,
+                endpoint=endpoint,
+                on_start=started,
+                **given,
+            )
+        finally:
+            await client.close()
+            await env.close()
+
+    if progress:
+        progress.start(n_total=None)
+    try:
+        result = asyncio.run(run())
+    except KeyboardInterrupt:
         if progress:
-            progress.stop()
-        return result
-
-    if not as_json:
-        _print_summary(execute())
-        return
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-        result = execute()
-    out = dict(result.metadata)
-    out["path"] = str(result.path) if result.path else None
-    sys.stdout.write(json.dumps(out, default=str) + "\n")
+            progress.stop(clear_if_idle=True)
+        raise _interrupted(run_dir[0]) from None
+    except BaseException:
+        if progress:
+            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
+        raise
+    if progress:
+        progress.stop()
+    return result
 
 
-class _Progress:
-    """A rich progress bar on stderr."""
+def _client(o: EvalOptions) -> tuple[Any, str | None, str]:
+    """(client, endpoint URLs for the metadata, model name) for ``-m``."""
+    import verifiers as vf
 
-    def __init__(self, env_id: str, model: str) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+    if o.model == "oracle":
+        return vf.OracleClient(), None, "oracle"
+    ep = _resolve_endpoint(o.model, o.api_base_url, o.api_key_var, o.endpoints_path)
+    from verifiers.clients.probe import probe_endpoint
 
-        self.progress = Progress(
-            TextColumn(f"[bold]{env_id}[/] · {model}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("reward {task.fields[reward]}"),
-            TextColumn("errors {task.fields[errors]}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self.task = self.progress.add_task("eval", total=None, reward="-", errors=0)
-        self.rewards: list[float] = []
-        self.errors = 0
-
-    def start(self, n_total: int | None) -> None:
-        self.progress.start()
-
-    def stop(self, clear_if_idle: bool = False) -> None:
-        """Stop the bar; with ``clear_if_idle`` an untouched bar is erased, not left behind."""
-        if clear_if_idle and not self.progress.tasks[0].completed:
-            self.progress.live.transient = True
-            self.progress.live.stop()  # not Progress.stop(): it adds a blank line off a tty
-            return
-        self.progress.stop()
-
-    def update(self, done: int, total: int, record: dict[str, Any]) -> None:
-        if record.get("reward") is not None:
-            self.rewards.append(float(record["reward"]))
-        if record.get("error"):
-            self.errors += 1
-        avg = f"{sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else "-"
-        self.progress.update(self.task, completed=done, total=total, reward=avg, errors=self.errors)
+    for url in ep.base_urls:  # a wrong URL fails now, not after a run of retries
+        probe_endpoint(url, ep.api_key())
+    retry = vf.RetryPolicy(max_retries=o.max_retries)
+    client = ep.pool(timeout=o.timeout, retry=retry, client_type=o.api_client_type)
+    return client, ",".join(ep.base_urls), ep.model
 
 
-def _print_summary(result: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _interrupted(run_dir: Path | None) -> CLIError:
+    """Ctrl-C: where the partial results are and the command that continues the run."""
+    import shlex
 
-    meta = result.metadata
-    s = meta["summary"]
-    console = Console()
-    table = Table(title=f"{meta['env_id']} · {meta['model']}", show_header=True)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-
-    def fmt(v: Any) -> str:
-        return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
-
-    table.add_row(
-        "rollouts",
-        f"{s['num_rollouts']} ({meta['num_examples']} examples x {meta['rollouts_per_example']})",
+    args = list(sys.argv[1:])
+    prog = "vf-eval" if Path(sys.argv[0]).name == "vf-eval" else "vf eval"
+    if prog == "vf eval" and args[:1] == ["eval"]:
+        args = args[1:]
+    if run_dir is None:
+        return CLIError("interrupted (results were not saved: add -s to keep them)", exit_code=130)
+    if "--resume" not in args and "-R" not in args:
+        args.append("--resume")
+    if "-o" not in args and "--output-dir" not in args:
+        args += ["-o", str(run_dir)]
+    return CLIError(
+        f"interrupted: the finished rollouts are saved in {run_dir}",
+        hint=f"continue with: {prog} {shlex.join(args)}",
+        exit_code=130,
     )
-    table.add_row("reward (mean ± s.e.)", f"{fmt(s['avg_reward'])} ± {fmt(s['reward_stderr'])}")
-    for k, v in s["pass_at_k"].items():
-        table.add_row(f"pass@{k}", fmt(v))
-    for name, v in s["metrics"].items():
-        table.add_row(f"  {name}", fmt(v))
-    errors = ", ".join(f"{k}: {v}" for k, v in s["error_types"].items()) or "0"
-    table.add_row("errored rollouts", f"{s['num_errors']} ({errors})" if s["num_errors"] else "0")
-    if s["num_reward_errors"]:
-        funcs = ", ".join(f"{k}: {v}" for k, v in s["reward_error_funcs"].items())
-        table.add_row("reward function errors", f"{s['num_reward_errors']} ({funcs})")
-    failures = s.get("request_failures") or {}
-    if failures:
-        detail = ", ".join(f"{k}: {v}" for k, v in sorted(failures.items()))
-        table.add_row(
-            "failed requests (retried)",
-            f"{sum(v for k, v in failures.items() if k != 'gave_up')} ({detail})",
-        )
-    table.add_row("truncated", str(s["num_truncated"]))
-    table.add_row(
-        "tokens (prompt / completion)",
-        f"{s['usage']['prompt_tokens']} / {s['usage']['completion_tokens']}",
-    )
-    table.add_row("wall time", f"{meta['wall_time_s']:.2f} s")
-    console.print(table)
-    if result.path:
-        console.print(f"results: {result.path}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cli._common import CLIError, handle_errors
+from cli._common import CLIError, handle_errors, plural
 
 if TYPE_CHECKING:
     from hub_server.settings import Settings
@@ -73,6 +73,45 @@ def _storage_errors(settings: Settings) -> Iterator[None]:
         ) from None
 
 
+_INIT = typer.Option(
+    False, "--init", help="Create a new, empty hub when the data dir (or database) holds none"
+)
+
+
+def _require_hub(settings: Settings, init: bool) -> None:
+    """Refuse to act on a data dir or database that holds no hub, unless ``--init`` says so.
+
+    A typo in ``--data-dir`` would otherwise create a fresh, empty hub and act on it.
+    """
+    if init:
+        return
+    hint = "check --data-dir / --database-url (or VF_HUB_DATA_DIR), or pass --init to create one"
+    if settings.database_url is None:
+        db = settings.data_dir / "hub.db"
+        if not db.is_file():
+            if settings.data_dir.exists() and not settings.data_dir.is_dir():
+                raise CLIError(f"cannot use {settings.data_dir}: not a directory")
+            raise CLIError(f"no hub in {settings.data_dir} (it has no hub.db)", hint)
+        return
+    from sqlalchemy import inspect
+
+    from hub_server.db import make_engine
+
+    with _storage_errors(settings):
+        engine = make_engine(settings.resolved_database_url)
+        try:
+            found = inspect(engine).has_table("alembic_version")
+        finally:
+            engine.dispose()
+    if not found:
+        raise CLIError(f"no hub in the database {_where(settings)}", hint)
+
+
+def _used(settings: Settings) -> None:
+    """Say on stderr which hub an admin command acted on."""
+    typer.echo(f"vf hub: data: {_where(settings)}", err=True)
+
+
 def _where(settings: Settings) -> str:
     if not settings.database_url:
         return str(settings.data_dir)
@@ -108,14 +147,17 @@ def serve(
     data_dir: Path = _DATA_DIR,
     database_url: str = _DB_URL,
     workers: int = typer.Option(1, "--workers", min=1, help="Server processes"),
-    log_level: str = typer.Option("info", "--log-level"),
+    log_level: str = typer.Option(
+        "info", "--log-level", help="Server log level: critical, error, warning, info or debug"
+    ),
 ) -> None:
     """Run the hub (migrates the database first). Other settings: VF_HUB_* variables."""
     import os
 
     import uvicorn
 
-    from hub_server.app import create_app, open_service
+    from hub_server.app import create_app
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
     where = _where(settings)
@@ -134,6 +176,12 @@ def serve(
 
         Server(uvicorn.Config(hub, host=host, port=port, log_level=log_level)).run()
         return
+    if port == 0:  # the workers bind the port themselves: pick a free one now, and say it
+        probe = _listen(host, 0)
+        port = probe.getsockname()[1]
+        probe.close()
+    else:
+        _listen(host, port).close()
     typer.echo(f"vf hub: serving on {_url(host, port)} (data: {where})", err=True)
     with _storage_errors(settings):
         open_service(settings).engine.dispose()  # migrate once, before the workers start
@@ -158,12 +206,15 @@ def user_create(
     admin: bool = typer.Option(False, "--admin", help="Give the user admin rights"),
     data_dir: Path = _DATA_DIR,
     database_url: str = _DB_URL,
+    init: bool = _INIT,
 ) -> None:
     """Create a user and its namespace; prints a new token alone on the last line."""
-    from hub_server.app import open_service
     from hub_server.errors import HubError
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
+    _require_hub(settings, init)
+    _used(settings)
     with _storage_errors(settings):
         service = open_service(settings)
     try:
@@ -174,6 +225,77 @@ def user_create(
         service.engine.dispose()
     typer.echo(f"created {'admin ' if admin else ''}user {user}; token (shown once):")
     typer.echo(token)
+
+
+@user_app.command("list")
+@handle_errors
+def user_list(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL) -> None:
+    """List the hub's users: admin flag, live tokens, projects."""
+    from cli._common import format_table
+    from hub_server.app import open_service
+    from hub_server.services.user_admin import list_users
+
+    settings = _settings(data_dir, database_url)
+    _require_hub(settings, init=False)
+    _used(settings)
+    with _storage_errors(settings):
+        service = open_service(settings)
+    try:
+        users = list_users(service)
+    finally:
+        service.engine.dispose()
+    rows = [
+        [
+            u.name,
+            "yes" if u.admin else "no",
+            f"{u.created_at:%Y-%m-%d}",
+            str(u.active_tokens),
+            str(u.projects),
+        ]
+        for u in users
+    ]
+    for line in format_table(["USER", "ADMIN", "CREATED", "TOKENS", "PROJECTS"], rows):
+        typer.echo(line)
+    typer.echo(f"({plural(len(users), 'user')})")
+
+
+@user_app.command("delete")
+@handle_errors
+def user_delete(
+    name: str = typer.Argument(..., help="The user to remove"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation"),
+    data_dir: Path = _DATA_DIR,
+    database_url: str = _DB_URL,
+) -> None:
+    """Delete a user who never published; disable (revoke every token) one who did."""
+    import sys
+
+    from hub_server.app import open_service
+    from hub_server.errors import HubError
+    from hub_server.services.user_admin import delete_user
+
+    settings = _settings(data_dir, database_url)
+    _require_hub(settings, init=False)
+    _used(settings)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(f"removing user {name} needs confirmation", "pass --yes")
+        typer.confirm(f"remove user {name} and revoke all their tokens?", abort=True)
+    with _storage_errors(settings):
+        service = open_service(settings)
+    try:
+        outcome = delete_user(service, name)
+    except HubError as e:
+        raise CLIError(e.message) from None
+    finally:
+        service.engine.dispose()
+    if outcome == "deleted":
+        typer.echo(f"deleted user {name}")
+    else:
+        typer.echo(
+            f"disabled user {name}: every token revoked; their published files stay "
+            "(remove versions with `vf env delete`)"
+        )
 
 
 @app.command("gc")
@@ -187,9 +309,11 @@ def gc(
     database_url: str = _DB_URL,
 ) -> None:
     """Delete blobs no published file references (lost upload races, deleted releases)."""
-    from hub_server.app import open_service
+    from hub_server.services import open_service
 
     settings = _settings(data_dir, database_url)
+    _require_hub(settings, init=False)
+    _used(settings)
     with _storage_errors(settings):
         service = open_service(settings)
     try:
@@ -199,17 +323,19 @@ def gc(
     for key in deleted:
         typer.echo(key)
     verb = "would delete" if dry_run else "deleted"
-    typer.echo(f"{verb} {len(deleted)} unreferenced blob(s)", err=True)
+    typer.echo(f"{verb} {plural(len(deleted), 'unreferenced blob')}", err=True)
 
 
 @app.command("migrate")
 @handle_errors
-def migrate(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL) -> None:
-    """Bring the database schema up to date."""
+def migrate(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL, init: bool = _INIT) -> None:
+    """Bring the database schema up to date (``--init``: create a new hub)."""
     from hub_server.db import make_engine
     from hub_server.migrate import current_revision, upgrade
 
     settings = _settings(data_dir, database_url)
+    _require_hub(settings, init)
+    _used(settings)
     with _storage_errors(settings):
         if settings.database_url is None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)

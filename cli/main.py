@@ -10,6 +10,9 @@ from __future__ import annotations
 import typer
 
 from cli import auth_cmd, env_cmd, eval_cmd, hub_cmd, sandbox_cmd, train_cmd, validate_cmd
+from cli._common import plain_usage_lines
+
+plain_usage_lines()
 
 app = typer.Typer(
     name="vf",

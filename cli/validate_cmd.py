@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cli._common import CLIError, handle_errors
+from cli._common import CLIError, handle_errors, plural
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -93,7 +93,7 @@ def validate_command(
         _print_table(report)
     if not report.ok:
         failed = ", ".join(r.name for r in report.failures)
-        print(f"{report.env_id}: {len(report.failures)} check(s) failed: {failed}", file=sys.stderr)
+        print(f"{report.env_id}: {plural(len(report.failures), 'check')} failed: {failed}", file=sys.stderr)
         raise SystemExit(1)
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import html
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import orjson
 
-from hub_server.service import IndexProject
+from hub_server.errors import NotAcceptable, NotFound
+from hub_server.services.queries import IndexProject
 
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
@@ -18,10 +21,7 @@ _LATEST = {
     "application/vnd.pypi.simple.latest+json": JSON_V1,
     "application/vnd.pypi.simple.latest+html": HTML_V1,
 }
-
-
-class NotAcceptable(Exception):
-    pass
+_OFFERED = f"offered: {JSON_V1}, text/html"  # the 406 answer
 
 
 def negotiate(accept: str | None, fmt: str | None = None) -> str:
@@ -31,7 +31,7 @@ def negotiate(accept: str | None, fmt: str | None = None) -> str:
         fmt = _LATEST.get(fmt.strip().lower(), fmt.strip().lower())
         if fmt in _OFFERS:
             return fmt
-        raise NotAcceptable(fmt)
+        raise NotAcceptable(_OFFERED)
     if not accept:
         return "text/html"
     entries: list[tuple[str, float]] = []
@@ -59,7 +59,7 @@ def negotiate(accept: str | None, fmt: str | None = None) -> str:
             if best is None or cand > best:
                 best = cand
     if best is None:
-        raise NotAcceptable(accept)
+        raise NotAcceptable(_OFFERED)
     return best[2]
 
 
@@ -145,3 +145,20 @@ def render_project(project: IndexProject, content_type: str) -> str:
         f"    <title>Links for {html.escape(project.name)}</title>\n  </head>\n  <body>\n"
         f"    <h1>Links for {html.escape(project.name)}</h1>\n{body}\n  </body>\n</html>\n"
     )
+
+
+class PageCache:
+    """Rendered project pages. A page changes only with its project's journal serial, so
+    each is rendered once per (name, serial, type); ``load`` reads the project's files."""
+
+    def __init__(self, load: Callable[[str], IndexProject | None], size: int = 512) -> None:
+        self._load = load
+        self.project: Callable[[str, int, str], bytes] = functools.lru_cache(maxsize=size)(
+            self._render
+        )
+
+    def _render(self, name: str, serial: int, ctype: str) -> bytes:
+        project = self._load(name)
+        if project is None:  # deleted between the state lookup and now
+            raise NotFound("no such project on this index")
+        return render_project(project, ctype).encode()

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
+from hub_server.errors import BlobNotFound
 from hub_server.settings import Settings
 
 CHUNK = 256 * 1024
@@ -21,10 +22,6 @@ CHUNK = 256 * 1024
 
 def blob_key(sha256: str) -> str:
     return f"sha256/{sha256[:2]}/{sha256}"
-
-
-class BlobNotFound(Exception):
-    pass
 
 
 class Storage(Protocol):

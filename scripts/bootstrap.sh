@@ -10,6 +10,7 @@ want_pkgs=()
 command -v bwrap >/dev/null 2>&1 || want_pkgs+=(bubblewrap)
 [ -x /usr/bin/python3 ] || want_pkgs+=(python3)          # the interpreter sandboxes run
 command -v setpriv >/dev/null 2>&1 || want_pkgs+=(util-linux)
+command -v slirp4netns >/dev/null 2>&1 || want_pkgs+=(slirp4netns)  # networked sandboxes
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want_pkgs+=(postgresql); fi
 if [ ${#want_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -31,15 +32,20 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+echo "bootstrap: setting up .venv (first run: a few minutes; pip is quiet while it works)"
+echo "bootstrap: [1/4] upgrading pip"
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+echo "bootstrap: [2/4] torch (CPU build)"
 # torch: exactly this spec takes the CPU build available locally (others pull CUDA wheels)
 .venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+echo "bootstrap: [3/4] the project with its server, cli, train and dev extras"
 .venv/bin/python -m pip install -q -e ".[server,cli,train,dev]" 2>&1 | grep -v "^WARNING: Location" || true
 envs=()
 for d in environments/*/; do
   [ -f "$d/pyproject.toml" ] && envs+=(-e "$d")
 done
 if [ ${#envs[@]} -gt 0 ]; then
+  echo "bootstrap: [4/4] the bundled environment packages"
   .venv/bin/python -m pip install -q "${envs[@]}" 2>&1 | grep -v "^WARNING: Location" || true
 fi
 .venv/bin/python -c "import verifiers, hub_server, cli" 

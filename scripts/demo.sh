@@ -6,14 +6,21 @@
 #   4. load it and evaluate it: `vf-eval NAME -m oracle -n 5`, or against your endpoint when
 #      VF_BASE_URL and VF_MODEL are set (VF_API_KEY_VAR names the variable holding the key).
 #
-# Knobs: PYTHON (default python3, >= 3.11), VF_DEMO_DIR (default: a new temp dir, kept afterwards),
+# Knobs: PYTHON (default python3, >= 3.11), VF_DEMO_DIR (default: a new temp dir, removed at the
+#        end; a directory you name is kept, with the hub data, the venv and the results),
 #        VF_DEMO_ENV (which distribution to install; default vf-math if present, else the first
 #        one pushed), VF_DEMO_PORT (default: a free port).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
-DEMO_DIR="${VF_DEMO_DIR:-$(mktemp -d -t vf-demo-XXXXXX)}"
+if [ -n "${VF_DEMO_DIR:-}" ]; then
+  DEMO_DIR="$VF_DEMO_DIR"
+  KEEP_DEMO_DIR=1
+else
+  DEMO_DIR="$(mktemp -d -t vf-demo-XXXXXX)"
+  KEEP_DEMO_DIR=0
+fi
 mkdir -p "$DEMO_DIR"
 EVAL_VENV="$DEMO_DIR/eval-venv"
 LOG="$DEMO_DIR/hub.log"
@@ -38,7 +45,12 @@ say "starting the hub on $URL (data: $DEMO_DIR/hub-data, log: $LOG)"
 rm -rf "$DEMO_DIR/hub-data"  # a new, empty hub every run
 "$VF" hub serve --port "$PORT" --data-dir "$DEMO_DIR/hub-data" --log-level warning >"$LOG" 2>&1 &
 HUB_PID=$!
-trap 'kill "$HUB_PID" 2>/dev/null || true' EXIT
+cleanup() {
+  kill "$HUB_PID" 2>/dev/null || true
+  wait "$HUB_PID" 2>/dev/null || true
+  if [ "$KEEP_DEMO_DIR" = 0 ]; then rm -rf "$DEMO_DIR"; fi
+}
+trap cleanup EXIT
 "$HUB_VENV/bin/python" - "$URL" "$HUB_PID" <<'PY' || { cat "$LOG" >&2; die "the hub did not start"; }
 import os, sys, time, urllib.request
 url, pid = sys.argv[1], int(sys.argv[2])
@@ -107,4 +119,8 @@ else
   "$EVAL_VENV/bin/vf-eval" "$ENV_ID" -m oracle -n 5 -r 1 -o "$DEMO_DIR/results"
 fi
 
-say "done: results in $DEMO_DIR/results; the hub stops now (its data stays in $DEMO_DIR/hub-data)"
+if [ "$KEEP_DEMO_DIR" = 1 ]; then
+  say "done: results in $DEMO_DIR/results; the hub stops now (its data stays in $DEMO_DIR/hub-data)"
+else
+  say "done; the hub stops now and $DEMO_DIR is removed (set VF_DEMO_DIR=DIR to keep the hub data, venv and results)"
+fi

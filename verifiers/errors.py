@@ -63,12 +63,15 @@ class EnvironmentNotFoundError(VerifiersError, LookupError):
     def __init__(self, env_id: str, candidates: Iterable[str] = ()) -> None:
         self.env_id = env_id
         self.candidates = list(candidates)
-        hint = ""
-        if self.candidates:
-            hint = f" Did you mean: {', '.join(self.candidates)}?"
+        if self.candidates:  # likely a typo: point at the installed one, not at installing the typo
+            super().__init__(
+                f"environment {env_id!r} is not installed. Did you mean: "
+                f"{', '.join(self.candidates)}?"
+            )
+            return
         install = f"vf env install {env_id}" if "/" in env_id else f"vf env install OWNER/{env_id}"
         super().__init__(
-            f"environment {env_id!r} is not installed.{hint} Install it with `{install}` "
+            f"environment {env_id!r} is not installed. Install it with `{install}` "
             f"(or `pip install -e environments/{env_id.split('/')[-1].split('@')[0]}` from a checkout)."
         )
 

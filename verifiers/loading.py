@@ -34,6 +34,7 @@ __all__ = [
     "eval_defaults",
     "list_environments",
     "load_environment",
+    "load_environment_from_directory",
     "parse_env_id",
 ]
 
@@ -155,6 +156,7 @@ def load_environment(env_id: str, **env_args: Any) -> Environment:
     env.env_version = version
     env.env_distribution = dist_name
     env.env_wheel_sha256 = _wheel_sha256(dist_name)
+    env.env_eval_defaults = _read_eval_defaults(loader, dist_name)
     return env
 
 
@@ -204,20 +206,73 @@ def _check_args(name: str, loader: Callable[..., Any], env_args: dict[str, Any])
         )
 
 
+def load_environment_from_directory(path: str | Path, **env_args: Any) -> Environment:
+    """Build the environment of a package directory that is not installed, through the entry
+    point its ``pyproject.toml`` declares (``vf-eval DIR``, ``vf env validate DIR``)."""
+    import tomllib
+
+    from verifiers.envs.environment import Environment
+
+    directory = Path(path)
+    pyproject = directory / "pyproject.toml"
+    if not pyproject.is_file():
+        raise ConfigError(f"{directory} has no pyproject.toml; scaffold one with `vf env init`")
+    try:
+        meta = tomllib.loads(pyproject.read_text("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{pyproject} is not valid TOML: {e}") from None
+    entry_points = meta.get("project", {}).get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+    if len(entry_points) != 1:
+        raise ConfigError(
+            f"{pyproject} must declare exactly one entry point in "
+            f'[project.entry-points."{ENTRY_POINT_GROUP}"], found {len(entry_points)} '
+            '(e.g. wordle = "vf_wordle:load_environment")'
+        )
+    ((name, value),) = entry_points.items()
+    module_name, _, attr = str(value).partition(":")
+    root = str(directory.resolve())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ConfigError(f"cannot import {module_name!r} from {directory}: {e}") from None
+    loader = getattr(module, attr or "load_environment", None)
+    if not callable(loader):
+        raise ConfigError(f"{module_name} has no callable {attr or 'load_environment'!r}")
+    _check_args(name, loader, dict(env_args))
+    env = loader(**env_args)
+    if not isinstance(env, Environment):
+        raise ConfigError(f"{value} returned {type(env).__name__}, not a verifiers Environment")
+    env.env_id = name
+    env.env_args = dict(env_args)
+    env.env_version = str(meta.get("project", {}).get("version") or "") or None
+    env.env_eval_defaults = _eval_section(pyproject.read_text("utf-8"))
+    return env
+
+
 def eval_defaults(env_id: str) -> dict[str, Any]:
     """``[tool.verifiers.eval]`` defaults of an environment, else ``{}``.
+
+    ``env_id`` may also be a package directory (its ``pyproject.toml`` is read).
 
     Read from the ``pyproject.toml`` its wheel ships in ``.dist-info/extra_metadata/``
     (``[tool.hatch.build.targets.wheel.extra-metadata]``), or from a ``pyproject.toml`` beside
     the module for checkouts run without installing.
     """
-    import tomllib
-
+    if Path(env_id).is_dir():
+        return _eval_section((Path(env_id) / "pyproject.toml").read_text("utf-8"))
     spec = parse_env_id(env_id)
     try:
         loader, dist_name, _ = _find_loader(spec)
     except EnvironmentNotFoundError:
         return {}
+    return _read_eval_defaults(loader, dist_name)
+
+
+def _read_eval_defaults(loader: Callable[..., Any], dist_name: str | None) -> dict[str, Any]:
+    import tomllib
+
     texts: list[str] = []
     if dist_name:
         try:
@@ -240,9 +295,19 @@ def eval_defaults(env_id: str) -> dict[str, Any]:
                 break
     for text in texts:
         try:
-            data = tomllib.loads(text)
+            tomllib.loads(text)
         except tomllib.TOMLDecodeError:
             continue
-        section = data.get("tool", {}).get("verifiers", {}).get("eval", {})
-        return dict(section) if isinstance(section, dict) else {}
+        return _eval_section(text)
     return {}
+
+
+def _eval_section(text: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+    section = data.get("tool", {}).get("verifiers", {}).get("eval", {})
+    return dict(section) if isinstance(section, dict) else {}

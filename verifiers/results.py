@@ -118,11 +118,33 @@ def config_hash(config: dict[str, Any]) -> str:
     ).hexdigest()
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (a brief window, harmless here)
+    os.umask(mask)
+    return mask
+
+
+def _mkstemp_like_open(directory: Path, prefix: str) -> tuple[int, str]:
+    """``mkstemp`` whose file gets the mode a plain ``open`` would give (0666 less the umask):
+    results are shared files, not secrets, and ``mkstemp`` alone makes them 0600."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
+    os.fchmod(fd, 0o666 & ~_umask())
+    return fd, tmp
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as pretty JSON to ``path`` atomically (temp file in the same directory,
     fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = _mkstemp_like_open(path.parent, f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(orjson.dumps(data, default=_default, option=orjson.OPT_INDENT_2))
@@ -162,7 +184,7 @@ class ResultsWriter:
         self.path = path
         if keep is not None:
             # rewrite with only the kept records (drops errored ones and any torn line)
-            fd, tmp = tempfile.mkstemp(prefix=".results.", dir=path.parent)
+            fd, tmp = _mkstemp_like_open(path.parent, ".results.")
             with os.fdopen(fd, "wb") as f:
                 for rec in keep:
                     f.write(dumps(rec) + b"\n")
@@ -202,6 +224,11 @@ def summarize(
     rewards = [float(r["reward"]) for r in records if r.get("reward") is not None]
     errored = [r for r in records if r.get("error")]
     error_types = Counter(str(r["error"].get("type", "error")) for r in errored)
+    first_errors: dict[str, str] = {}
+    for r in errored:  # the first message of each type: what a user reads to find the cause
+        first_errors.setdefault(
+            str(r["error"].get("type", "error")), str(r["error"].get("message", ""))
+        )
     with_reward_errors = [r for r in records if r.get("reward_errors")]
     reward_error_funcs = Counter(
         str(e.get("func")) for r in with_reward_errors for e in r["reward_errors"]
@@ -238,6 +265,7 @@ def summarize(
         "num_scored": len(rewards),
         "num_errors": len(errored),
         "error_types": dict(error_types),
+        "first_errors": first_errors,
         "num_reward_errors": len(with_reward_errors),
         "reward_error_funcs": dict(reward_error_funcs),
         "num_truncated": sum(1 for r in records if r.get("is_truncated")),

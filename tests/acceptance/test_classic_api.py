@@ -44,7 +44,7 @@ def test_one_async_openai_client_serves_successive_blocking_calls(
     env = xml_env()
     client = AsyncOpenAI(base_url=server.base_url, api_key="x")
     first = env.evaluate_sync(client=client, model="m", num_examples=2, rollouts_per_example=2)
-    second = vf.evaluate(env, client, "m", num_examples=2)
+    second = vf.evaluate(env, client, "m", num_examples=2, rollouts_per_example=1)
     third = env.evaluate_sync(client=client, model="m", num_examples=1)
     for result in (first, second, third):
         assert result.summary["num_errors"] == 0, [r["error"] for r in result.records]

@@ -164,7 +164,7 @@ def test_validate_command_prints_a_table_and_sets_the_exit_code() -> None:
 
     failed = runner.invoke(_app(), ["validate", "wordle", "-n", "1", "--max-no-op-reward", "-1"])
     assert failed.exit_code == 1
-    assert "check(s) failed: no_op" in failed.output
+    assert "1 check failed: no_op" in failed.output
 
     as_json = runner.invoke(_app(), ["validate", "wordle", "-n", "1", "--json"])
     assert as_json.exit_code == 0

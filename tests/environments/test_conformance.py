@@ -60,7 +60,7 @@ async def test_gold_play_over_the_test_server(name: str) -> None:
 
     async with OpenAITestServer(responder=responder) as server:
         result = await vf.evaluate_async(
-            env, client=server.base_url, model="toy-model", num_examples=3
+            env, client=server.base_url, model="toy-model", num_examples=3, rollouts_per_example=1
         )
         requests = len(server.requests)
     await env.close()

@@ -60,7 +60,9 @@ async def test_scored_by_reasoning_gym() -> None:
     ]
     rewards = []
     for reply in replies:
-        result = await vf.evaluate_async(env, client=ScriptedClient([reply]), model="m")
+        result = await vf.evaluate_async(
+            env, client=ScriptedClient([reply]), model="m", num_examples=-1, rollouts_per_example=1
+        )
         rewards.append(result.records[0]["reward"])
     assert rewards[0] == 1.0
     assert rewards[1] < 1.0

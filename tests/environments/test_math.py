@@ -42,7 +42,9 @@ async def test_equivalent_answers_score_and_thinking_is_stripped() -> None:
     ]
     rewards = []
     for reply in replies:
-        result = await vf.evaluate_async(env, client=ScriptedClient([reply]), model="m")
+        result = await vf.evaluate_async(
+            env, client=ScriptedClient([reply]), model="m", num_examples=-1, rollouts_per_example=1
+        )
         rewards.append(result.records[0]["reward"])
     assert rewards == [1.0, 0.0, 0.0]
 
@@ -54,7 +56,9 @@ async def test_an_answer_without_a_box_scores_zero() -> None:
     env = vf.SingleTurnEnv(dataset=rows, parser=env.parser, rubric=env.rubric)
     rewards = []
     for reply in ["Evaluate $\\sum_{k=1}^{10} \\frac{1}{k(k+1)}$.", "\\boxed{\\frac{10}{11}}"]:
-        result = await vf.evaluate_async(env, client=ScriptedClient([reply]), model="m")
+        result = await vf.evaluate_async(
+            env, client=ScriptedClient([reply]), model="m", num_examples=-1, rollouts_per_example=1
+        )
         rewards.append(result.records[0]["reward"])
     assert rewards == [0.0, 1.0]
 

@@ -91,7 +91,9 @@ async def test_finish_ends_the_rollout_and_wrong_answers_score_zero() -> None:
         client = ScriptedClient(
             [{"tool_calls": [{"name": "search", "arguments": {"query": "x"}}]}, finish(answer)]
         )
-        result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+        result = await vf.evaluate_async(
+            env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+        )
         (state,) = result.states
         assert state["stop_condition"] == "finished"
         assert state["turn"] == 2
@@ -104,7 +106,7 @@ def test_custom_corpus_files(tmp_path: Path) -> None:
     qs = tmp_path / "q.jsonl"
     qs.write_text(json.dumps({"question": "What is the code?", "answer": "7731", "doc_id": "a"}))
     env = vf.load_environment("research", corpus_path=str(corpus), questions_path=str(qs))
-    report = vf.evaluate(env, model="oracle")
+    report = vf.evaluate(env, model="oracle", num_examples=-1, rollouts_per_example=1)
     assert report.records[0]["reward"] == 1.0
     with pytest.raises(vf.ConfigError, match="together"):
         vf.load_environment("research", corpus_path=str(corpus))
@@ -123,7 +125,9 @@ async def test_judge_reward_through_a_real_endpoint() -> None:
             judge_model="toy-model",
             judge_base_url=judge.base_url,
         )
-        result = await vf.evaluate_async(env, model="oracle")
+        result = await vf.evaluate_async(
+            env, model="oracle", num_examples=-1, rollouts_per_example=1
+        )
         judged = len(judge.requests)
     assert [r["reward"] for r in result.records] == [1.0, 1.0]
     assert [r["metrics"]["judge_correct"] for r in result.records] == [1.0, 1.0]

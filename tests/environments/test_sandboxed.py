@@ -61,7 +61,12 @@ async def test_code_partial_credit_and_isolation(tmp_path: Path) -> None:
         "```"
     )
     result = await vf.evaluate_async(
-        env, client=ScriptedClient([attempt]), model="m", keep_states=True
+        env,
+        client=ScriptedClient([attempt]),
+        model="m",
+        keep_states=True,
+        num_examples=-1,
+        rollouts_per_example=1,
     )
     (state,) = result.states
     assert state["error"] is None
@@ -75,7 +80,12 @@ async def test_code_hanging_program_times_out_and_scores_zero() -> None:
     env = vf.load_environment("code", num_examples=1, test_timeout=1.0)
     hang = "```python\ndef run_length_encode(s):\n    while True:\n        pass\n```"
     result = await vf.evaluate_async(
-        env, client=ScriptedClient([hang]), model="m", keep_states=True
+        env,
+        client=ScriptedClient([hang]),
+        model="m",
+        keep_states=True,
+        num_examples=-1,
+        rollouts_per_example=1,
     )
     (state,) = result.states
     assert state["reward"] == 0.0
@@ -89,7 +99,12 @@ async def test_code_program_exiting_at_import_passes_no_test(program: str) -> No
     env = vf.load_environment("code", num_examples=1)
     reply = f"```python\n{program}\n```"
     result = await vf.evaluate_async(
-        env, client=ScriptedClient([reply]), model="m", keep_states=True
+        env,
+        client=ScriptedClient([reply]),
+        model="m",
+        keep_states=True,
+        num_examples=-1,
+        rollouts_per_example=1,
     )
     (state,) = result.states
     assert state["reward"] == 0.0
@@ -122,7 +137,9 @@ async def test_repl_state_persists_between_calls_in_the_sandbox() -> None:
             f"<answer>{answer}</answer>",
         ]
     )
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     outputs = [m["content"] for m in state["completion"] if m["role"] == "tool"]
     assert "21" in outputs[1]
@@ -190,8 +207,12 @@ async def test_swe_lite_editing_tests_does_not_help_but_fixing_does() -> None:
             "Fixed.",
         ]
     )
-    cheated = await vf.evaluate_async(env, client=cheat, model="m", keep_states=True)
-    fixed = await vf.evaluate_async(env, client=fix, model="m", keep_states=True)
+    cheated = await vf.evaluate_async(
+        env, client=cheat, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
+    fixed = await vf.evaluate_async(
+        env, client=fix, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (c,) = cheated.states
     (f,) = fixed.states
     assert [m["content"] for m in c["completion"] if m["role"] == "tool"][1] == "OK"
@@ -213,7 +234,9 @@ async def test_swe_lite_editing_tests_does_not_help_but_fixing_does() -> None:
 async def test_swe_lite_a_suite_that_exits_early_does_not_pass(path: str, content: str) -> None:
     env = vf.load_environment("swe-lite", num_examples=1)
     cheat = ScriptedClient([_call("write_file", path=path, content=content), "Done."])
-    result = await vf.evaluate_async(env, client=cheat, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=cheat, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     assert state["error"] is None
     assert state["reward"] == 0.0
@@ -239,7 +262,9 @@ async def test_swe_lite_several_bugs_per_task() -> None:
             "Done.",
         ]
     )
-    result = await vf.evaluate_async(env, client=client, model="m", num_examples=1)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", num_examples=1, rollouts_per_example=1
+    )
     assert result.records[0]["reward"] == 0.0
     with pytest.raises(vf.ConfigError, match="num_bugs=5 needs 5 modules"):
         vf.load_environment("swe-lite", num_bugs=5)

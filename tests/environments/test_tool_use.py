@@ -74,7 +74,9 @@ async def test_tool_errors_go_back_to_the_model_and_the_answer_is_scored() -> No
             f"<answer>{row['answer']}</answer>",
         ]
     )
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     tool_replies = [m["content"] for m in state["completion"] if m["role"] == "tool"]
     assert "cannot convert mass" in tool_replies[0]
@@ -87,14 +89,18 @@ async def test_wrong_number_scores_zero() -> None:
     env = vf.load_environment("tool-use", num_examples=1)
     answer = float(env.get_rows("eval", 1)[0]["answer"])
     client = ScriptedClient([f"<answer>{answer * 1.01 + 1:.2f}</answer>"])
-    result = await vf.evaluate_async(env, client=client, model="m")
+    result = await vf.evaluate_async(
+        env, client=client, model="m", num_examples=-1, rollouts_per_example=1
+    )
     assert result.records[0]["reward"] == 0.0
 
 
 async def test_oracle_issues_independent_lookups_as_parallel_calls() -> None:
     env = vf.load_environment("tool-use", num_examples=9)
     row = next(r for r in env.get_rows("eval") if r["info"]["family"] == "order_cost")
-    result = await vf.evaluate_async(env, model="oracle", num_examples=-1, keep_states=True)
+    result = await vf.evaluate_async(
+        env, model="oracle", num_examples=-1, keep_states=True, rollouts_per_example=1
+    )
     state = next(s for s in result.states if s["example_id"] == row["example_id"])
     first = state["completion"][0]
     assert [c["function"]["name"] for c in first["tool_calls"]] == ["lookup", "lookup"]

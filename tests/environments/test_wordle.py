@@ -33,7 +33,9 @@ def test_bundled_words_are_distinct_five_letter_words() -> None:
 async def test_game_gives_feedback_and_partial_credit_by_turns() -> None:
     env = vf.load_environment("wordle", words=["there"])
     client = ScriptedClient(["<guess>eerie</guess>", "I think it is THERE", "<guess>There</guess>"])
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     replies = [m["content"] for m in state["completion"] if m["role"] == "user"]
     assert replies[0] == "E E R I E\nY X Y X G\n5 guesses left."
@@ -48,7 +50,9 @@ async def test_game_gives_feedback_and_partial_credit_by_turns() -> None:
 async def test_unsolved_game_scores_zero_after_max_guesses() -> None:
     env = vf.load_environment("wordle", words=["there"], max_guesses=3)
     client = ScriptedClient(["<guess>three</guess>"] * 3)
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     assert state["turn"] == 3 and state["solved"] is False
     assert state["reward"] == 0.0
@@ -83,3 +87,24 @@ def test_feedback_properties(guess: str, answer: str) -> None:
         spare = [i for i, g in enumerate(guess) if g == letter and marks[i] != "G"]
         yellow = [i for i in spare if marks[i] == "Y"]
         assert yellow == spare[: len(yellow)]
+
+
+async def test_solve_on_the_last_allowed_guess_counts() -> None:
+    env = vf.load_environment("wordle", words=["there"], max_guesses=3)
+    client = ScriptedClient(["<guess>three</guess>", "<guess>other</guess>", "<guess>there</guess>"])
+    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    (state,) = result.states
+    assert state["solved"] is True
+    assert state["stop_condition"] == "game_over"
+    assert state["metrics"]["guesses_used"] == 3.0
+    # solved, on the last guess: 0.7 + 0.3 * 0
+    assert state["reward"] == pytest.approx(0.7)
+
+
+async def test_one_guess_left_is_singular() -> None:
+    env = vf.load_environment("wordle", words=["there"], max_guesses=3)
+    client = ScriptedClient(["<guess>three</guess>", "<guess>other</guess>", "<guess>their</guess>"])
+    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    (state,) = result.states
+    replies = [m["content"] for m in state["completion"] if m["role"] == "user"]
+    assert replies[1].endswith("\n1 guess left.")

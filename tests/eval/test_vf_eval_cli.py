@@ -171,23 +171,43 @@ def test_config_errors_are_one_line_and_exit_2(classic_envs_path: Path, tmp_path
     )
     assert unknown_arg.returncode == 2
     assert "did you mean 'num_examples'" in unknown_arg.stderr
-    missing = vf_eval("classic_singel", "-m", "oracle", cwd=tmp_path)
+    misspelt = vf_eval("wordel", "-m", "oracle", cwd=tmp_path)
+    assert misspelt.returncode == 2
+    assert "not installed" in misspelt.stderr and "did you mean: wordle" in misspelt.stderr.lower()
+    assert "wordel`" not in misspelt.stderr  # no hint to install the typo
+    missing = vf_eval("nothing-like-it", "-m", "oracle", cwd=tmp_path)
     assert missing.returncode == 2
-    assert "not installed" in missing.stderr and "vf env install" in missing.stderr
+    assert "not installed" in missing.stderr
+    assert "vf env install OWNER/nothing-like-it" in missing.stderr
 
 
 def test_errors_found_after_the_progress_bar_starts_stay_one_line(
     classic_envs_path: Path, tmp_path: Path
 ) -> None:
-    no_rollouts = vf_eval("classic_single", "-m", "oracle", "-r", "0", cwd=tmp_path)
-    assert no_rollouts.returncode == 2
-    assert no_rollouts.stderr.splitlines() == ["error: rollouts_per_example must be >= 1, got 0"]
     (tmp_path / "taken").write_text("a file, not a directory")
     unwritable = vf_eval("classic_single", "-m", "oracle", "-o", "taken/run", cwd=tmp_path)
     assert unwritable.returncode == 2
     [line] = unwritable.stderr.splitlines()
     assert line.startswith("error: cannot create the run directory taken/run: ")
     assert "-o DIR" in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("-n", "0", "-n/--num-examples must be -1 (all) or at least 1, got 0"),
+        ("-n", "-5", "-n/--num-examples must be -1 (all) or at least 1, got -5"),
+        ("-r", "0", "-r/--rollouts-per-example must be at least 1, got 0"),
+        ("-c", "0", "-c/--max-concurrent must be at least 1, got 0"),
+    ],
+)
+def test_bad_counts_are_named_before_anything_runs(
+    flag: str, value: str, message: str, classic_envs_path: Path, tmp_path: Path
+) -> None:
+    proc = vf_eval("classic_single", "-m", "oracle", flag, value, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"error: {message}"]
+    assert not (tmp_path / "outputs").exists()
 
 
 def test_json_output_stays_clean_when_the_environment_prints(

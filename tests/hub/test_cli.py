@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -23,7 +24,9 @@ def cfg(tmp_path: Path) -> dict[str, str]:
 
 def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path) -> None:
     data = tmp_path / "hubdata"
-    code, out, err = vf(["hub", "user", "create", "Alice", "--admin", "--data-dir", str(data)], {})
+    code, out, err = vf(
+        ["hub", "user", "create", "Alice", "--admin", "--data-dir", str(data), "--init"], {}
+    )
     assert code == 0, err
     token = out.strip().splitlines()[-1]
     assert token.startswith("vfh_") and " " not in token
@@ -31,12 +34,116 @@ def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path)
     assert code == 0 and "revision 0001" in out
     code, _, err = vf(["hub", "user", "create", "alice", "--data-dir", str(data)], {})
     assert code == 1 and "already exists" in err
-    from hub_server.app import open_service
+    from hub_server.services import open_service
     from hub_server.settings import Settings
 
     service = open_service(Settings(data_dir=data))
     assert service.authenticate(token).is_admin
     service.engine.dispose()
+
+
+def test_admin_commands_refuse_a_data_dir_without_a_hub(hub: Hub, tmp_path: Path) -> None:
+    typo = tmp_path / "typo"
+    for cmd in (
+        ["hub", "user", "create", "bob"],
+        ["hub", "gc"],
+        ["hub", "migrate"],
+    ):
+        code, out, err = vf([*cmd, "--data-dir", str(typo)], {})
+        assert code == 1, (cmd, out, err)
+        assert f"no hub in {typo}" in err and "--init" in err, err
+        assert not typo.exists(), cmd  # nothing was created
+    code, out, err = vf(["hub", "user", "create", "bob", "--data-dir", str(typo), "--init"], {})
+    assert code == 0, err
+    assert f"data: {typo}" in err  # the command says which hub it used
+    code, out, err = vf(["hub", "gc", "--data-dir", str(typo)], {})
+    assert code == 0 and f"data: {typo}" in err
+
+
+def test_hub_user_list_and_delete(hub: Hub, tmp_path: Path) -> None:
+    data = tmp_path / "hubdata"
+    assert (
+        vf(["hub", "user", "create", "alice", "--admin", "--data-dir", str(data), "--init"], {})[0]
+        == 0
+    )
+    code, out, err = vf(["hub", "user", "create", "bob", "--data-dir", str(data)], {})
+    bob_token = out.strip().splitlines()[-1]
+    assert code == 0, err
+    code, out, err = vf(["hub", "user", "create", "carol", "--data-dir", str(data)], {})
+    carol_token = out.strip().splitlines()[-1]
+    code, out, err = vf(["hub", "user", "list", "--data-dir", str(data)], {})
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["USER", "ADMIN", "CREATED", "TOKENS", "PROJECTS"]
+    assert [line.split()[:2] for line in lines[2:-1]] == [
+        ["alice", "yes"],
+        ["bob", "no"],
+        ["carol", "no"],
+    ]
+    assert lines[-1] == "(3 users)" and f"data: {data}" in err
+    # carol publishes: she is disabled, not deleted; bob never did: he is deleted
+    from hub_server.services import open_service
+    from hub_server.settings import Settings
+
+    service = open_service(Settings(data_dir=data))
+    wheel = hub.wheel(hub.unique("carols"), "1.0.0")
+    principal = service.authenticate(carol_token)
+    raw = wheel.read_bytes()
+    import hashlib
+
+    with wheel.open("rb") as f:
+        service.upload(
+            principal, f, wheel.name, sha256=hashlib.sha256(raw).hexdigest(), size=len(raw)
+        )
+    service.engine.dispose()
+    code, _, err = vf(["hub", "user", "delete", "bob", "--data-dir", str(data)], {})
+    assert code == 1 and "needs confirmation" in err
+    code, out, err = vf(["hub", "user", "delete", "bob", "--yes", "--data-dir", str(data)], {})
+    assert code == 0 and out.strip() == "deleted user bob", err
+    code, out, err = vf(["hub", "user", "delete", "carol", "--yes", "--data-dir", str(data)], {})
+    assert code == 0 and out.startswith("disabled user carol"), err
+    code, _, err = vf(["hub", "user", "delete", "nobody", "--yes", "--data-dir", str(data)], {})
+    assert code == 1 and "no user 'nobody'" in err
+    service = open_service(Settings(data_dir=data))
+    try:
+        from hub_server.errors import Unauthorized
+
+        for token in (bob_token, carol_token):
+            with pytest.raises(Unauthorized):
+                service.authenticate(token)
+    finally:
+        service.engine.dispose()
+    code, out, _ = vf(["hub", "user", "list", "--data-dir", str(data)], {})
+    rows = [line.split() for line in out.splitlines()[2:-1]]
+    assert [r[0] for r in rows] == ["alice", "carol"]
+    assert rows[1][3:] == ["0", "1"]  # carol: no live token, her project stays
+    # bob's name is free again
+    assert vf(["hub", "user", "create", "bob", "--data-dir", str(data)], {})[0] == 0
+
+
+def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_path: Path) -> None:
+    import re
+
+    import httpx
+
+    cmd = [sys.executable, "-c", "from cli.main import main; main()", "hub", "serve"]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "2", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"serving on (http://127\.0\.0\.1:(\d+))", line)
+        assert found and found.group(2) != "0", line
+        for raw in proc.stderr:  # wait until a worker answers
+            if "Application startup complete" in raw or "Started server" in raw:
+                break
+        assert httpx.get(found.group(1) + "/healthz", timeout=30).json() == {"status": "ok"}
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_login_whoami_logout_and_env_overrides(
@@ -62,6 +169,28 @@ def test_login_whoami_logout_and_env_overrides(
     assert code == 1 and "cannot reach the hub" in err and "Traceback" not in err
 
 
+def test_login_without_a_terminal_reads_piped_stdin_or_names_the_fix(
+    hub: Hub, cfg: dict[str, str]
+) -> None:
+    _, token = hub.new_user()
+    cmd = [sys.executable, "-c", "from cli.main import main; main()", "login"]
+    env = {**os.environ, **cfg, "VF_HUB_URL": hub.url}
+    r = subprocess.run(cmd, input="", capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 1
+    assert "GetPassWarning" not in r.stderr and "Abort" not in r.stderr, r.stderr
+    assert "no token given" in r.stderr and "--token" in r.stderr
+    # --url defaults like the other commands (VF_HUB_URL here); the token comes from stdin
+    r = subprocess.run(cmd, input=token + "\n", capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"logged in to {hub.url}" in r.stdout
+
+
+def test_login_with_a_bad_token_gives_one_hint(hub: Hub, cfg: dict[str, str]) -> None:
+    code, _, err = vf(["login", "--url", hub.url, "--token", "vfh_wrong"], cfg)
+    assert code == 1 and "does not accept this token" in err
+    assert err.count("vf login") <= 1, err
+
+
 def test_token_create_list_revoke(hub: Hub, cfg: dict[str, str]) -> None:
     _, token = hub.new_user()
     env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
@@ -69,6 +198,11 @@ def test_token_create_list_revoke(hub: Hub, cfg: dict[str, str]) -> None:
     assert code == 0, err
     secret = out.strip().splitlines()[-1]
     assert secret.startswith("vfh_")
+    code, out, _ = vf(["token", "list"], env)
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "NAME", "SCOPES", "STATE", "RESTRICTED", "TO"]
+    assert any(line.split()[1:3] == ["ci", "read"] for line in lines[2:-1])
+    assert lines[-1] == f"({len(lines) - 3} tokens)" and secret not in out
     code, out, _ = vf(["token", "list", "--json"], env)
     tokens = json.loads(out)
     ci = next(t for t in tokens if t["name"] == "ci")
@@ -112,7 +246,10 @@ def test_init_build_push_info_list_search_yank(
     }
     assert "single-turn" in info["tags"]
     code, out, _ = vf(["env", "list", "--owner", user], env)
-    assert f"{user}/{name}@0.1.0" in out
+    lines = out.splitlines()
+    assert lines[0].split() == ["ENVIRONMENT", "LATEST", "VISIBILITY", "TAGS", "SUMMARY"]
+    assert lines[2].split()[:3] == [f"{user}/{name}", "0.1.0", "public"]
+    assert lines[-1] == "(1 shown of 1 environment)"
     code, out, _ = vf(["env", "search", name[-8:]], env)
     assert f"{user}/{name}" in out
     code, out, _ = vf(["env", "search", "single-turn", "--json"], env)
@@ -125,6 +262,27 @@ def test_init_build_push_info_list_search_yank(
     assert vf(["env", "unyank", f"{user}/{name}@0.1.0"], env)[0] == 0
     code, _, err = vf(["env", "yank", f"{user}/{name}"], env)
     assert code == 1 and "needs a version" in err
+
+
+def test_env_delete_is_for_admins_and_asks_first(hub: Hub, cfg: dict[str, str]) -> None:
+    user, token = hub.new_user()
+    name = hub.unique("del-env")
+    assert hub.upload(hub.wheel(name, "1.0.0"), token).status_code == 200
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    code, _, err = vf(["env", "delete", f"{user}/{name}@1.0.0"], env)
+    assert code == 1 and "needs confirmation" in err and "--yes" in err
+    code, _, err = vf(["env", "delete", f"{user}/{name}@1.0.0", "--yes"], env)
+    assert code == 1 and "HTTP 403" in err  # the owner may yank, only an admin deletes
+    _, admin_token = hub.service.create_user(hub.unique("admin"), admin=True)
+    admin = {**env, "VF_HUB_TOKEN": admin_token}
+    code, out, err = vf(["env", "delete", f"{user}/{name}@1.0.0", "--yes"], admin)
+    assert code == 0, err
+    assert out.startswith(f"deleted {user}/{name}@1.0.0 (") and ".whl" in out
+    code, out, err = vf(["env", "info", f"{user}/{name}", "--json"], env)
+    if code == 0:  # the project stays, without the version
+        assert all(r["version"] != "1.0.0" for r in json.loads(out)["releases"])
+    else:
+        assert "no environment" in err
 
 
 def test_cli_errors_are_one_clear_line(hub: Hub, cfg: dict[str, str], tmp_path: Path) -> None:
@@ -170,6 +328,40 @@ def test_env_install_pins_version_into_current_interpreter(
     assert r.returncode == 1 and "no environment" in r.stderr
     r = vf_in(py, ["env", "install", f"{owner}/{name}@7.0"], env)
     assert r.returncode == 1 and "no version 7.0" in r.stderr
+    r = vf_in(py, ["env", "uninstall", f"{owner}/{name}"], env)
+    assert r.returncode == 0 and f"uninstalled {name} 1.2.0" in r.stdout, r.stderr
+    assert subprocess.run(check, capture_output=True, text=True).returncode != 0
+    r = vf_in(py, ["env", "uninstall", f"{owner}/{name}"], env)
+    assert r.returncode == 1 and "is not installed" in r.stderr and "Traceback" not in r.stderr
+
+
+ORACLE_ENV = """
+import verifiers as vf
+
+def load_environment(**kwargs):
+    rows = [{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": "6"}]
+
+    def exact(completion, answer) -> float:
+        return float(completion[-1]["content"] == answer)
+
+    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]), **kwargs)
+"""
+
+
+def test_vf_eval_owner_name_installs_from_the_hub_when_asked(
+    hub: Hub, cfg: dict[str, str], tmp_path: Path
+) -> None:
+    owner, token = hub.new_user()
+    name = hub.unique("eval-inst")
+    assert hub.upload(hub.wheel(name, "1.0.0", module_body=ORACLE_ENV), token).status_code == 200
+    py = fresh_venv(tmp_path / "venv")
+    env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token}
+    args = [f"{owner}/{name}", "-m", "oracle", "-n", "2", "-r", "1"]
+    r = vf_in(py, args, env, entry="eval_main")  # no terminal: no prompt, a clear next step
+    assert r.returncode == 2 and "--install" in r.stderr, r.stderr
+    r = vf_in(py, [*args, "--install"], env, entry="eval_main")
+    assert r.returncode == 0, r.stderr
+    assert f"installed {owner}/{name}==1.0.0" in r.stdout and "1.0000" in r.stdout
 
 
 def test_env_install_ignores_configured_extra_indexes_and_find_links(
@@ -239,7 +431,7 @@ def test_hub_gc_deletes_only_old_unreferenced_blobs(hub: Hub, tmp_path: Path) ->
     import os
     import time
 
-    from hub_server.app import open_service
+    from hub_server.services import open_service
     from hub_server.settings import Settings
     from hub_server.storage import blob_key
 

@@ -131,7 +131,7 @@ def test_hub_commands_name_an_unusable_database_or_data_dir(tmp_path: Path) -> N
         (["--database-url", "postgresql://u:secret@127.0.0.1:1/x"], "cannot open the database"),
         (["--data-dir", str(blocker / "sub")], f"cannot use {blocker / 'sub'}"),
     ):
-        for cmd in (["hub", "user", "create", "someone"], ["hub", "migrate"]):
+        for cmd in (["hub", "user", "create", "someone", "--init"], ["hub", "migrate", "--init"]):
             code, _, err = vf([*cmd, *where], {})
             assert code == 1, (cmd, where, err)
             assert needle in err and "Error:" not in err, (cmd, err)  # no exception class names

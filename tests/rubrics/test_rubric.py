@@ -200,7 +200,7 @@ async def test_nan_and_infinite_rewards_are_errors_and_bools_count() -> None:
     assert state["metrics"]["solved"] == 1.0
 
     env = vf.SingleTurnEnv(dataset=[{"question": "q", "answer": "a"}], rubric=rubric)
-    result = await vf.evaluate_async(env, model="oracle")
+    result = await vf.evaluate_async(env, model="oracle", num_examples=-1, rollouts_per_example=1)
     assert result.summary["avg_reward"] is None
     assert result.summary["num_reward_errors"] == 1
 

@@ -21,6 +21,8 @@ def exact(completion: list[dict[str, Any]], answer: str) -> float:
 
 
 async def run(env: vf.Environment, client: vf.Client, **kw: Any) -> vf.EvalResult:
+    kw.setdefault("num_examples", -1)
+    kw.setdefault("rollouts_per_example", 1)
     return await vf.evaluate_async(env, client, "m", keep_states=True, **kw)
 
 

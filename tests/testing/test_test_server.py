@@ -134,7 +134,9 @@ def test_max_model_len_rejects_long_chat_and_completion_prompts() -> None:
         assert status == 200
     env = vf.SingleTurnEnv(dataset=[{"question": "x" * 50}], message_type="completion")
     with OpenAITestServer(max_model_len=40) as srv:
-        (record,) = vf.evaluate(env, srv.base_url, "m").records
+        (record,) = vf.evaluate(
+            env, srv.base_url, "m", num_examples=-1, rollouts_per_example=1
+        ).records
     assert record["stop_condition"] == "prompt_too_long" and record["is_truncated"]
     assert record["error"] is None
 
@@ -245,3 +247,20 @@ def test_prefix_property_holds_for_any_turn(
     nxt = build_chat_completion({"messages": history, "return_token_ids": True}, "ok")
     seq = out["prompt_token_ids"] + out["choices"][0]["token_ids"]
     assert nxt["prompt_token_ids"][: len(seq)] == seq
+
+
+def test_command_line_help_documents_the_responder_protocol_and_every_fault_kind() -> None:
+    import subprocess
+    import sys
+
+    from verifiers.testing.server import FAULT_KINDS
+
+    out = subprocess.run(
+        [sys.executable, "-m", "verifiers.testing.server", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "responder protocol" in out and "tool_calls" in out
+    for kind in FAULT_KINDS:
+        assert f"\n  {kind} " in out, kind

@@ -143,6 +143,8 @@ class Environment:
         self.env_version: str | None = None
         self.env_distribution: str | None = None
         self.env_wheel_sha256: str | None = None
+        # its [tool.verifiers.eval] table: defaults for vf.evaluate and vf-eval
+        self.env_eval_defaults: dict[str, Any] = {}
         self.pass_threshold: float = float(kwargs.get("pass_threshold", 0.5))
         self.map_kwargs: dict[str, Any] = dict(kwargs.get("map_kwargs") or {})
         self._raw: dict[str, DatasetLike | None] = {"train": dataset, "eval": eval_dataset}
@@ -767,6 +769,8 @@ class Environment:
         """Blocking :meth:`evaluate` (refuses to run inside a running event loop)."""
         from verifiers.evaluation import evaluate
 
+        kwargs.setdefault("num_examples", -1)  # the classic defaults of evaluate()
+        kwargs.setdefault("rollouts_per_example", 1)
         return evaluate(self, client=client, model=model, **kwargs)
 
 

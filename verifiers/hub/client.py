@@ -147,7 +147,8 @@ class HubClient:
             message = resp.text.strip()[:300] or resp.reason_phrase
         return HubClientError(
             f"hub: {message} (HTTP {resp.status_code})",
-            hint=_LOGIN_HINT if resp.status_code == 401 else None,
+            # the hub's own 401 message may already name `vf login`
+            hint=_LOGIN_HINT if resp.status_code == 401 and "vf login" not in message else None,
             status_code=resp.status_code,
         )
 
@@ -234,6 +235,11 @@ class HubClient:
         else:
             data = self.request("POST", path + "unyank", auth=True)
         return s.ReleaseOut.model_validate(data)
+
+    def delete_release(self, owner: str, name: str, version: str) -> list[str]:
+        """Delete a release (admins); its filenames stay burned. Returns the deleted files."""
+        data = self.request("DELETE", self._version_path(owner, name, version), auth=True)
+        return list(data.get("deleted", []))
 
     def index_url(self, owner: str, name: str, *, with_token: bool = True) -> str:
         """The project-scoped simple index (it can never shadow a dependency)."""

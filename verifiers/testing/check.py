@@ -381,7 +381,13 @@ async def _evaluate(env: Environment, client: Any, model: str, n: int) -> EvalRe
     from verifiers.evaluation import evaluate_async
 
     return await evaluate_async(
-        env, client=client, model=model, num_examples=n, max_concurrent=n, keep_states=True
+        env,
+        client=client,
+        model=model,
+        num_examples=n,
+        rollouts_per_example=1,
+        max_concurrent=n,
+        keep_states=True,
     )
 
 

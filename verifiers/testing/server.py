@@ -482,22 +482,72 @@ async def _serve_forever(server: OpenAITestServer) -> None:
     await server.stop()
 
 
+_CLI_EPILOG = """\
+responder protocol:
+  --responder module:function names a function (sync or async) called once per request with the
+  decoded JSON body (a /v1/chat/completions or /v1/completions request). It returns:
+    "text"                      the assistant's content
+    None                        an empty assistant message
+    {"content": ..., "tool_calls": [{"name": ..., "arguments": {...} or "json"}],
+     "reasoning_content": ..., "finish_reason": ...}   any of these keys
+  Without --responder the server answers with the default responder (echoes the last user
+  message). The module must be importable: set PYTHONPATH to its directory.
+
+fault kinds (--fault-kinds, comma separated; drawn with probability --fault-rate, seeded by
+--seed):
+  500        HTTP 500 with an OpenAI-style error body
+  429        HTTP 429 with a Retry-After header of --retry-after seconds
+  drop       the connection is closed with no response
+  malformed  HTTP 200 with a truncated JSON body
+  hang       no answer for --hang-seconds, then 503
+
+other routes: GET /v1/models, GET /_test/stats (request and fault counters as JSON).
+The first line on stdout is the base URL (http://HOST:PORT/v1); SIGTERM or Ctrl-C stops it.
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m verifiers.testing.server",
         description="OpenAI-compatible test server; prints its base URL on the first line.",
+        epilog=_CLI_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--responder", help="module:function answering each request")
-    parser.add_argument("--latency-ms", type=float, default=0.0)
-    parser.add_argument("--fault-rate", type=float, default=0.0)
-    parser.add_argument("--fault-kinds", default=",".join(FAULT_KINDS))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--retry-after", type=float, default=0.0, help="seconds, for 429s")
-    parser.add_argument("--hang-seconds", type=float, default=3600.0)
-    parser.add_argument("--max-model-len", type=int, default=None)
-    parser.add_argument("--model", default="toy-model")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default %(default)s)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
+    parser.add_argument(
+        "--responder", metavar="MODULE:FUNCTION", help="function answering each request (below)"
+    )
+    parser.add_argument(
+        "--latency-ms", type=float, default=0.0, help="delay before each answer, in milliseconds"
+    )
+    parser.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="probability (0-1) that a request gets a fault",
+    )
+    parser.add_argument(
+        "--fault-kinds",
+        default=",".join(FAULT_KINDS),
+        help="comma-separated faults to draw from (default: all; see below)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault draws")
+    parser.add_argument(
+        "--retry-after", type=float, default=0.0, help="Retry-After seconds sent with 429 faults"
+    )
+    parser.add_argument(
+        "--hang-seconds", type=float, default=3600.0, help="how long a 'hang' fault waits"
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="refuse prompts longer than this many toy tokens with HTTP 400, as vLLM does",
+    )
+    parser.add_argument("--model", default="toy-model", help="model name the server reports")
     ns = parser.parse_args(argv)
     try:
         server = OpenAITestServer(

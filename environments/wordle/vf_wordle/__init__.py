@@ -57,6 +57,10 @@ def feedback(guess: str, answer: str) -> str:
     return "".join(marks)
 
 
+def _guesses(n: int) -> str:
+    return f"{n} guess" if n == 1 else f"{n} guesses"
+
+
 class WordleEnv(vf.MultiTurnEnv):
     """Wordle as a :class:`verifiers.MultiTurnEnv`: one guess per assistant turn."""
 
@@ -84,9 +88,13 @@ class WordleEnv(vf.MultiTurnEnv):
             else:
                 state["guesses"].append((raw.strip()[:40], None))
 
-    @vf.stop
+    @vf.stop(priority=85)
     async def game_over(self, state: vf.State) -> bool:
-        """Solved, or out of guesses."""
+        """Solved, or out of guesses.
+
+        Runs before the built-in ``max_turns_reached`` (priority 80), so the last allowed guess
+        is judged: a solve on the final guess is a solve.
+        """
         self._judge_latest(state)
         return bool(state["solved"]) or len(state["guesses"]) >= self.max_guesses
 
@@ -99,10 +107,10 @@ class WordleEnv(vf.MultiTurnEnv):
         if marks is None:
             text = (
                 f"Invalid guess {word!r}: write one five-letter word as <guess>word</guess>. "
-                f"That used a guess; {left} left."
+                f"That used a guess; {_guesses(left)} left."
             )
         else:
-            text = f"{' '.join(word.upper())}\n{' '.join(marks)}\n{left} guesses left."
+            text = f"{' '.join(word.upper())}\n{' '.join(marks)}\n{_guesses(left)} left."
         return [{"role": "user", "content": text}]
 
     async def oracle_response(self, state: vf.State) -> vf.Message:

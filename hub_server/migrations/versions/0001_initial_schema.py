@@ -17,6 +17,12 @@ depends_on = None
 
 
 def upgrade() -> None:
+    _create_namespace_and_environment_tables()
+    _create_user_and_token_tables()
+    _create_release_tables()
+
+
+def _create_namespace_and_environment_tables() -> None:
     op.create_table(
         "burned_filenames",
         sa.Column("filename", sa.String(length=300), nullable=False),
@@ -70,6 +76,8 @@ def upgrade() -> None:
             batch_op.f("ix_environments_namespace_id"), ["namespace_id"], unique=False
         )
 
+
+def _create_user_and_token_tables() -> None:
     op.create_table(
         "users",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -123,6 +131,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("user_id", "namespace_id"),
     )
+
+
+def _create_release_tables() -> None:
     op.create_table(
         "releases",
         sa.Column("id", sa.Integer(), nullable=False),

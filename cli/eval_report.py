@@ -1,0 +1,224 @@
+"""What ``vf-eval`` shows: progress while it runs, then a summary, sample rollouts and a verdict.
+
+Progress is a rich bar on a terminal and plain lines elsewhere (logs, CI), so a long run in a
+pipe is not silent. The summary names the first error of each type, so the cause of failed
+rollouts is on screen, not only inside ``results.jsonl``. :func:`error_verdict` decides whether
+the run failed as a whole (exit code 1).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from cli._common import plural
+
+__all__ = ["Progress", "error_verdict", "print_samples", "print_summary"]
+
+
+class Progress:
+    """Progress on stderr: a rich bar on a terminal, else a line every ``interval`` seconds
+    (and at the end)."""
+
+    def __init__(self, env_id: str, model: str, *, interval: float = 10.0) -> None:
+        self.label = f"{env_id} · {model}"
+        self.rewards: list[float] = []
+        self.errors = 0
+        self.interactive = sys.stderr.isatty()
+        self.interval = interval
+        self._last_line = 0.0
+        self._done = self._total = 0
+        self._started = time.monotonic()
+        self.progress: Any = None
+        if self.interactive:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
+            self.progress = RichProgress(
+                TextColumn(f"[bold]{env_id}[/] · {model}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("reward {task.fields[reward]}"),
+                TextColumn("errors {task.fields[errors]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self.task = self.progress.add_task("eval", total=None, reward="-", errors=0)
+
+    def start(self, n_total: int | None = None) -> None:
+        self._started = time.monotonic()
+        if self.progress is not None:
+            self.progress.start()
+
+    def stop(self, clear_if_idle: bool = False) -> None:
+        """Stop; with ``clear_if_idle`` an untouched bar is erased, not left behind."""
+        if self.progress is None:
+            if self._done and self._done != self._last_done_printed:
+                self._line()
+            return
+        if clear_if_idle and not self.progress.tasks[0].completed:
+            self.progress.live.transient = True
+            self.progress.live.stop()  # not Progress.stop(): it adds a blank line off a tty
+            return
+        self.progress.stop()
+
+    _last_done_printed = 0
+
+    def _avg(self) -> str:
+        return f"{sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else "-"
+
+    def _line(self) -> None:
+        elapsed = time.monotonic() - self._started
+        print(
+            f"{self.label}: {self._done}/{self._total} rollouts, reward {self._avg()}, "
+            f"errors {self.errors}, {elapsed:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._last_done_printed = self._done
+        self._last_line = time.monotonic()
+
+    def update(self, done: int, total: int, record: dict[str, Any]) -> None:
+        if record.get("reward") is not None:
+            self.rewards.append(float(record["reward"]))
+        if record.get("error"):
+            self.errors += 1
+        self._done, self._total = done, total
+        if self.progress is not None:
+            self.progress.update(
+                self.task, completed=done, total=total, reward=self._avg(), errors=self.errors
+            )
+        elif done == total or time.monotonic() - self._last_line >= self.interval:
+            self._line()
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def print_summary(result: Any) -> None:
+    """The run's summary table, then the first error of each type."""
+    from rich.console import Console
+    from rich.table import Table
+
+    meta = result.metadata
+    s = meta["summary"]
+    console = Console()
+    table = Table(title=f"{meta['env_id']} · {meta['model']}", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row(
+        "rollouts",
+        f"{s['num_rollouts']} ({plural(meta['num_examples'], 'example')} x "
+        f"{meta['rollouts_per_example']})",
+    )
+    table.add_row("reward (mean ± s.e.)", f"{_fmt(s['avg_reward'])} ± {_fmt(s['reward_stderr'])}")
+    for k, v in s["pass_at_k"].items():
+        table.add_row(f"pass@{k}", _fmt(v))
+    for name, v in s["metrics"].items():
+        table.add_row(f"  {name}", _fmt(v))
+    errors = ", ".join(f"{k}: {v}" for k, v in s["error_types"].items()) or "0"
+    table.add_row("errored rollouts", f"{s['num_errors']} ({errors})" if s["num_errors"] else "0")
+    if s["num_reward_errors"]:
+        funcs = ", ".join(f"{k}: {v}" for k, v in s["reward_error_funcs"].items())
+        table.add_row("reward function errors", f"{s['num_reward_errors']} ({funcs})")
+    failures = s.get("request_failures") or {}
+    if failures:
+        detail = ", ".join(f"{k}: {v}" for k, v in sorted(failures.items()))
+        table.add_row(
+            "failed requests (retried)",
+            f"{sum(v for k, v in failures.items() if k != 'gave_up')} ({detail})",
+        )
+    table.add_row("truncated", str(s["num_truncated"]))
+    table.add_row(
+        "tokens (prompt / completion)",
+        f"{s['usage']['prompt_tokens']} / {s['usage']['completion_tokens']}",
+    )
+    table.add_row("wall time", f"{meta['wall_time_s']:.2f} s")
+    console.print(table)
+    for kind, message in (s.get("first_errors") or {}).items():
+        first_line = (message or "").strip().splitlines()[0] if message else ""
+        console.print(f"first {kind}: {first_line}", markup=False, highlight=False)
+    if result.path:
+        console.print(f"results: {result.path}", markup=False, highlight=False)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def _excerpt(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def print_samples(result: Any, count: int = 3, width: int = 200) -> None:
+    """A few rollouts as the classic tool shows them: prompt, completion, rewards."""
+    records = [r for r in result.records if not r.get("error")][:count] or result.records[:count]
+    if not records:
+        return
+    print(f"\nsample rollouts ({len(records)} of {len(result.records)}):")
+    for rec in records:
+        prompt = rec.get("prompt") or []
+        last_user = next(
+            (m for m in reversed(prompt) if isinstance(m, dict) and m.get("role") == "user"),
+            prompt[-1] if prompt else {},
+        )
+        completion = rec.get("completion") or []
+        parts = []
+        for m in completion:
+            if not isinstance(m, dict):
+                continue
+            text = _text(m.get("content"))
+            calls = m.get("tool_calls") or []
+            names = [str((c.get("function") or {}).get("name", "?")) for c in calls]
+            if names:
+                text += f" [tool calls: {', '.join(names)}]"
+            parts.append(f"{m.get('role')}: {text}")
+        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in (rec.get("metrics") or {}).items())
+        print(f"- example {rec.get('example_id')} rollout {rec.get('rollout_index', 0)}")
+        print(f"  prompt:     {_excerpt(_text(last_user.get('content')), width)}")
+        print(f"  completion: {_excerpt(' | '.join(parts), width)}")
+        reward = _fmt(rec.get("reward"))
+        print(f"  reward:     {reward}" + (f" ({metrics})" if metrics else ""))
+        if rec.get("error"):
+            err = rec["error"]
+            print(f"  error:      {err.get('type')}: {_excerpt(str(err.get('message')), width)}")
+
+
+def error_verdict(summary: dict[str, Any], max_error_rate: float | None) -> str | None:
+    """Why the run failed as a whole, or ``None``.
+
+    By default a run fails when every rollout errored; ``max_error_rate`` (0-1) fails it when
+    the errored fraction is above that rate.
+    """
+    total = int(summary.get("num_rollouts") or 0)
+    errored = int(summary.get("num_errors") or 0)
+    if total == 0 or errored == 0:
+        return None
+    first = next(iter((summary.get("first_errors") or {}).items()), None)
+    cause = (
+        f" (first: {first[0]}: {first[1].strip().splitlines()[0]})" if first and first[1] else ""
+    )
+    if max_error_rate is None:
+        if errored == total:
+            return f"every rollout errored: {plural(total, 'rollout')}{cause}"
+        return None
+    if errored / total > max_error_rate:
+        return (
+            f"{errored} of {plural(total, 'rollout')} errored ({errored / total:.0%}), above "
+            f"--max-error-rate {max_error_rate:g}{cause}"
+        )
+    return None

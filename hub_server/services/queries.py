@@ -1,0 +1,246 @@
+"""Reading: project listing and search, project and release views, the data behind the
+simple index (names, per-project files, serials) and download lookups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from hub_server import models as m
+from hub_server.auth import Principal
+from hub_server.errors import BadRequest
+from hub_server.services.context import Part
+from hub_server.services.lookups import (
+    file_url,
+    release_of,
+    release_out,
+    version_key,
+    visible_environment,
+)
+from hub_server.wheels import SDIST_TAG
+from verifiers.hub import schemas as s
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    filename: str
+    sha256: str
+    size: int
+    requires_python: str | None
+    upload_time: datetime
+    yanked: bool
+    yanked_reason: str | None
+    metadata_sha256: str | None  # None: no PEP 658 metadata file is offered (sdists)
+    version: str
+
+    @property
+    def url(self) -> str:
+        return file_url(self.sha256, self.filename)
+
+
+@dataclass(frozen=True)
+class IndexProject:
+    owner: str
+    name: str
+    private: bool
+    files: list[IndexFile]
+    versions: list[str]
+
+
+@dataclass(frozen=True)
+class ProjectState:
+    owner: str
+    private: bool
+    serial: int
+
+
+class QueryService(Part):
+    # ---------------------------------------------------------------- the JSON API
+
+    def get_project(self, principal: Principal | None, owner: str, name: str) -> s.ProjectOut:
+        with self.session() as db:
+            env = visible_environment(db, principal, owner, name)
+            return _project_out(db, env, with_releases=True)
+
+    def get_release(
+        self, principal: Principal | None, owner: str, name: str, version: str
+    ) -> s.ReleaseOut:
+        with self.session() as db:
+            env = visible_environment(db, principal, owner, name)
+            return release_out(db, release_of(db, env, version))
+
+    def list_projects(
+        self,
+        principal: Principal | None,
+        *,
+        query: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> s.ProjectList:
+        if page < 1 or not 1 <= per_page <= 100:
+            raise BadRequest("page must be >= 1 and per_page between 1 and 100")
+        with self.session() as db:
+            stmt = select(m.Environment).join(
+                m.Namespace, m.Environment.namespace_id == m.Namespace.id
+            )
+            if owner:
+                stmt = stmt.where(m.Namespace.name == owner.lower())
+            if tag:
+                stmt = stmt.where(
+                    m.Environment.id.in_(
+                        select(m.Tag.environment_id).where(m.Tag.tag == tag.lower())
+                    )
+                )
+            if query:
+                like = f"%{query.lower()}%"
+                stmt = stmt.where(
+                    or_(
+                        m.Environment.name.like(like),
+                        func.lower(m.Environment.summary).like(like),
+                        m.Environment.id.in_(
+                            select(m.Tag.environment_id).where(m.Tag.tag.like(like))
+                        ),
+                    )
+                )
+            stmt = stmt.where(or_(m.Environment.private.is_(False), *_private_filter(principal)))
+            total = db.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+            envs = db.scalars(
+                stmt.order_by(m.Environment.updated_at.desc(), m.Environment.name)
+                .offset((page - 1) * per_page)
+                .limit(per_page)
+            ).all()
+            return s.ProjectList(
+                items=[_project_out(db, e, with_releases=False) for e in envs],
+                total=total,
+                page=page,
+                per_page=per_page,
+            )
+
+    def counts(self) -> dict[str, int]:
+        """Row counts for ``/metrics``."""
+        with self.session() as db:
+            return {
+                "users": db.scalar(select(func.count()).select_from(m.User)) or 0,
+                "environments": db.scalar(select(func.count()).select_from(m.Environment)) or 0,
+                "releases": db.scalar(select(func.count()).select_from(m.Release)) or 0,
+                "files": db.scalar(select(func.count()).select_from(m.File)) or 0,
+            }
+
+    # ---------------------------------------------------------------- the simple index
+
+    def index_names(
+        self, principal: Principal | None, owner: str | None, include_private: bool
+    ) -> list[str]:
+        with self.session() as db:
+            stmt = select(m.Environment.name, m.Environment.private, m.Namespace.name).join(
+                m.Namespace, m.Environment.namespace_id == m.Namespace.id
+            )
+            if owner is not None:
+                stmt = stmt.where(m.Namespace.name == owner.lower())
+            rows = db.execute(stmt.order_by(m.Environment.name)).all()
+            return [
+                name
+                for name, private, ns in rows
+                if not private
+                or (include_private and principal is not None and principal.can_read(ns, name))
+            ]
+
+    def project_state(self, name: str) -> ProjectState | None:
+        """Owner, visibility and journal serial of a project in one query (the cache key)."""
+        serial = (
+            select(func.max(m.JournalEntry.id))
+            .where(m.JournalEntry.project == m.Environment.name)
+            .scalar_subquery()
+        )
+        with self.session() as db:
+            row = db.execute(
+                select(m.Namespace.name, m.Environment.private, serial)
+                .join(m.Namespace, m.Environment.namespace_id == m.Namespace.id)
+                .where(m.Environment.name == name)
+            ).first()
+        if row is None:
+            return None
+        return ProjectState(owner=row[0], private=bool(row[1]), serial=int(row[2] or 0))
+
+    def index_project(self, name: str) -> IndexProject | None:
+        """The project's files for the simple index, or None; access is checked by the caller."""
+        with self.session() as db:
+            env = db.scalar(select(m.Environment).where(m.Environment.name == name))
+            if env is None:
+                return None
+            rows = db.execute(
+                select(m.File, m.Release)
+                .join(m.Release, m.File.release_id == m.Release.id)
+                .where(m.Release.environment_id == env.id)
+                .order_by(m.File.filename)
+            ).all()
+            files = [
+                IndexFile(
+                    filename=f.filename,
+                    sha256=f.sha256,
+                    size=f.size,
+                    requires_python=f.requires_python,
+                    upload_time=f.upload_time,
+                    yanked=r.yanked,
+                    yanked_reason=r.yanked_reason,
+                    metadata_sha256=None if f.wheel_tags == SDIST_TAG else f.metadata_sha256,
+                    version=r.version,
+                )
+                for f, r in rows
+            ]
+            versions = sorted({f.version for f in files}, key=version_key)
+            return IndexProject(env.namespace.name, env.name, env.private, files, versions)
+
+    def find_file(self, sha256: str, filename: str) -> tuple[m.File, str, str, bool] | None:
+        """``(file, owner, project, private)`` for a download URL, or None."""
+        with self.session() as db:
+            row = db.execute(
+                select(m.File, m.Environment)
+                .join(m.Release, m.File.release_id == m.Release.id)
+                .join(m.Environment, m.Release.environment_id == m.Environment.id)
+                .where(m.File.sha256 == sha256, m.File.filename == filename)
+            ).first()
+            if row is None:
+                return None
+            f, env = row
+            return f, env.namespace.name, env.name, env.private
+
+
+def _project_out(db: Session, env: m.Environment, *, with_releases: bool) -> s.ProjectOut:
+    rels = db.scalars(select(m.Release).where(m.Release.environment_id == env.id)).all()
+    rels = sorted(rels, key=lambda r: version_key(r.version), reverse=True)
+    latest = next((r.version for r in rels if not r.yanked), None)
+    tags = db.scalars(
+        select(m.Tag.tag).where(m.Tag.environment_id == env.id).order_by(m.Tag.tag)
+    ).all()
+    return s.ProjectOut(
+        owner=env.namespace.name,
+        name=env.name,
+        summary=env.summary,
+        description=env.description if with_releases else None,
+        private=env.private,
+        tags=list(tags),
+        latest_version=latest,
+        created_at=env.created_at,
+        updated_at=env.updated_at,
+        releases=[release_out(db, r) for r in rels] if with_releases else None,
+    )
+
+
+def _private_filter(principal: Principal | None) -> list[ColumnElement[bool]]:
+    """SQL conditions under which ``principal`` sees a private project."""
+    if principal is None or not principal.has_scope("read"):
+        return []
+    conds: list[ColumnElement[bool]] = [m.Environment.private.is_(True)]
+    if not principal.is_admin:
+        conds.append(m.Namespace.name.in_(principal.namespaces))
+    if principal.restrict_owner is not None:
+        conds.append(m.Namespace.name == principal.restrict_owner)
+    if principal.restrict_projects is not None:
+        conds.append(m.Environment.name.in_(principal.restrict_projects))
+    return [and_(*conds)]

@@ -1,0 +1,268 @@
+"""Running an evaluation plan and finishing it.
+
+- :class:`Recorder`: takes each finished rollout (record, results file, progress);
+- :func:`run_plan`: independent rollouts, or whole groups when the rubric scores groups, with
+  at most ``max_concurrent`` rollouts in flight;
+- :func:`start_run` / :func:`finish_run`: the run's metadata before and after, the results
+  file opened and closed, the run directory released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from verifiers.clients.base import Client
+from verifiers.eval_plan import Clients, Job, RunPlan
+from verifiers.results import ResultsWriter, state_to_record, summarize
+from verifiers.types import SamplingArgs, State
+
+if TYPE_CHECKING:
+    from verifiers.envs.environment import Environment
+
+__all__ = [
+    "ProgressCallback",
+    "Recorder",
+    "Run",
+    "finish_run",
+    "run_plan",
+    "start_metadata",
+    "start_run",
+]
+
+ProgressCallback = Callable[[int, int, dict[str, Any]], None]
+
+
+class Recorder:
+    """Takes each finished rollout: its record (kept in order of finishing, appended to the
+    results file), its state when asked for, and the progress callback."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        state_columns: Sequence[str] = (),
+        keep_states: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self.records: list[dict[str, Any]] = list(plan.kept)
+        self.states: list[State] = []
+        self.total = plan.total
+        self._columns = state_columns
+        self._keep_states = keep_states
+        self._on_progress = on_progress
+        self.writer: ResultsWriter | None = (
+            plan.run_dir.results_writer(plan.kept) if plan.run_dir is not None else None
+        )
+
+    def __call__(self, state: State) -> None:
+        record = state_to_record(state, self._columns)
+        self.records.append(record)
+        if self._keep_states:
+            self.states.append(state)
+        if self.writer is not None:
+            self.writer.write(record)
+        if self._on_progress is not None:
+            self._on_progress(len(self.records), self.total, record)
+
+
+async def run_plan(
+    env: Environment,
+    plan: RunPlan,
+    clients: Clients,
+    model: str,
+    max_concurrent: int,
+    finish: Callable[[State], None],
+) -> None:
+    """Run every job: independent rollouts, or whole groups when the rubric scores groups."""
+    limit = max_concurrent if max_concurrent > 0 else max(plan.total, 1)
+    runner = _run_groups if env.has_group_rewards else _run_rollouts
+    await runner(
+        env, plan.jobs, clients.for_group, model, plan.settings.sampling_args, limit, finish
+    )
+
+
+async def _run_rollouts(
+    env: Environment,
+    jobs: list[Job],
+    client_for_group: Callable[[], Client],
+    model: str,
+    sampling: SamplingArgs,
+    limit: int,
+    finish: Callable[[State], None],
+) -> None:
+    """Independent rollouts: ``limit`` workers pull (row, index) pairs; each record is written
+    as soon as its rollout is scored."""
+    work: list[tuple[dict[str, Any], int, Client]] = []
+    for row, indices in jobs:
+        client = client_for_group()
+        work.extend((row, i, client) for i in indices)
+    it = iter(work)
+
+    async def worker() -> None:
+        for row, index, client in it:
+            state = await env.run_rollout(row, client, model, sampling, rollout_index=index)
+            finish(state)
+
+    await _gather_or_cancel([worker() for _ in range(min(limit, len(work)))])
+
+
+async def _run_groups(
+    env: Environment,
+    jobs: list[Job],
+    client_for_group: Callable[[], Client],
+    model: str,
+    sampling: SamplingArgs,
+    limit: int,
+    finish: Callable[[State], None],
+) -> None:
+    """Groups scored together; at most ``limit`` rollouts in flight across groups."""
+    rollout_sem = asyncio.Semaphore(limit)
+    it = iter(jobs)
+
+    async def worker() -> None:
+        for row, indices in it:
+            states = await env.run_group(
+                row,
+                client_for_group(),
+                model,
+                len(indices),
+                sampling,
+                semaphore=rollout_sem,
+                first_index=0,
+            )
+            for state, index in zip(states, indices, strict=True):
+                state["rollout_index"] = index
+                finish(state)
+
+    size = max(len(idx) for _, idx in jobs) if jobs else 1
+    workers = min(len(jobs), max(1, -(-limit // size)) + 1)
+    await _gather_or_cancel([worker() for _ in range(workers)])
+
+
+async def _gather_or_cancel(coros: list[Any]) -> None:
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+# ---------------------------------------------------------------------- starting, finishing
+
+
+@dataclass(slots=True)
+class Run:
+    """A started run: its metadata (rewritten when it finishes), its recorder, its clock."""
+
+    metadata: dict[str, Any]
+    recorder: Recorder
+    started: float = field(default_factory=time.perf_counter)
+
+
+def start_run(
+    env: Environment,
+    plan: RunPlan,
+    model: str,
+    endpoint: str | None,
+    max_concurrent: int,
+    recorder_args: Mapping[str, Any],
+) -> Run:
+    """Open the results file and write the metadata of a run that has begun (status
+    ``running``); on failure the run directory is released."""
+    try:
+        recorder = Recorder(plan, **recorder_args)
+        metadata = start_metadata(env, plan, model, endpoint, max_concurrent)
+        if plan.run_dir is not None:
+            n = plan.settings.rollouts_per_example
+            summary = summarize(recorder.records, n, env.pass_threshold)
+            plan.run_dir.write_metadata({**metadata, "summary": summary})
+    except BaseException:
+        if plan.run_dir is not None:
+            plan.run_dir.close()
+        raise
+    return Run(metadata, recorder)
+
+
+def start_metadata(
+    env: Environment, plan: RunPlan, model: str, endpoint: str | None, max_concurrent: int
+) -> dict[str, Any]:
+    """The metadata of a run that has just started (status ``running``)."""
+    return {
+        "config_hash": plan.digest,
+        "config": plan.config,
+        "env_id": env.env_id,
+        "env_args": env.env_args,
+        "env_version": env.env_version,
+        "env_distribution": env.env_distribution,
+        "env_wheel_sha256": env.env_wheel_sha256,
+        "model": model,
+        "endpoint": endpoint,
+        "sampling_args": plan.settings.sampling_args,
+        "num_examples": len(plan.rows),
+        "rollouts_per_example": plan.settings.rollouts_per_example,
+        "max_concurrent": max_concurrent,
+        "started_at": datetime.now(UTC).isoformat(),
+        "status": "running",
+        "versions": _versions(),
+        "git_revision": _git_revision(),
+        "resumed_records": len(plan.kept),
+    }
+
+
+def finish_run(env: Environment, plan: RunPlan, run: Run, clients: Clients, status: str) -> None:
+    """Close the results file, write the final metadata (status, timing, summary) and
+    release the run directory."""
+    metadata, recorder = run.metadata, run.recorder
+    try:
+        if recorder.writer is not None:
+            recorder.writer.close()
+        metadata["status"] = status
+        metadata["finished_at"] = datetime.now(UTC).isoformat()
+        metadata["wall_time_s"] = round(time.perf_counter() - run.started, 3)
+        metadata["summary"] = summarize(
+            recorder.records, plan.settings.rollouts_per_example, env.pass_threshold
+        )
+        metadata["summary"]["request_failures"] = clients.failure_stats()
+        if plan.run_dir is not None:
+            plan.run_dir.write_metadata(metadata)
+    finally:
+        if plan.run_dir is not None:
+            plan.run_dir.close()
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=2, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    import verifiers
+
+    def ver(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "python": platform.python_version(),
+        "verifiers": verifiers.__version__,
+        "openai": ver("openai"),
+        "datasets": ver("datasets"),
+    }
