@@ -486,6 +486,8 @@ def test_hub_serve_port_0_prints_the_real_url(hub: Hub, tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()  # ResourceWarning (an error under pytest) otherwise
     taken = hub.url.rsplit(":", 1)[1]
     r = subprocess.run(
         [*cmd, "--port", taken, "--data-dir", str(tmp_path / "d")],
