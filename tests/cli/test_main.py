@@ -36,8 +36,8 @@ def test_vf_lists_every_command_and_group() -> None:
         "eval", "env", "hub", "sandbox", "login", "logout", "whoami", "token", "train"
     }  # fmt: skip
     env = run_cli("env", "--help")
-    assert {"init", "build", "push", "install", "info", "list", "search", "yank", "unyank",
-            "validate"} == _commands(env.stdout)  # fmt: skip
+    assert {"init", "build", "push", "install", "uninstall", "info", "list", "search", "yank",
+            "unyank", "delete", "validate"} == _commands(env.stdout)  # fmt: skip
 
 
 def test_vf_eval_is_the_eval_command() -> None:
