@@ -144,6 +144,8 @@ def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_pat
     finally:
         proc.terminate()
         proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()  # ResourceWarning (an error under pytest) otherwise
 
 
 def test_login_whoami_logout_and_env_overrides(

@@ -340,6 +340,8 @@ def test_sigkill_during_200_rollouts_leaves_nothing_behind() -> None:
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
+        if child.stdout is not None:
+            child.stdout.close()  # an unclosed pipe is a ResourceWarning
     no_leaks(tag)
     _cgroup.sweep()  # what the next process using sandboxes does
     assert _cgroup.leftover_groups(child.pid) == []
