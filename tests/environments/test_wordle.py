@@ -91,7 +91,9 @@ def test_feedback_properties(guess: str, answer: str) -> None:
 
 async def test_solve_on_the_last_allowed_guess_counts() -> None:
     env = vf.load_environment("wordle", words=["there"], max_guesses=3)
-    client = ScriptedClient(["<guess>three</guess>", "<guess>other</guess>", "<guess>there</guess>"])
+    client = ScriptedClient(
+        ["<guess>three</guess>", "<guess>other</guess>", "<guess>there</guess>"]
+    )
     result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
     (state,) = result.states
     assert state["solved"] is True
@@ -103,7 +105,9 @@ async def test_solve_on_the_last_allowed_guess_counts() -> None:
 
 async def test_one_guess_left_is_singular() -> None:
     env = vf.load_environment("wordle", words=["there"], max_guesses=3)
-    client = ScriptedClient(["<guess>three</guess>", "<guess>other</guess>", "<guess>their</guess>"])
+    client = ScriptedClient(
+        ["<guess>three</guess>", "<guess>other</guess>", "<guess>their</guess>"]
+    )
     result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
     (state,) = result.states
     replies = [m["content"] for m in state["completion"] if m["role"] == "user"]
