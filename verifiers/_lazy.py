@@ -22,20 +22,23 @@ def lazy_exports(
     package: str,
     exports: Mapping[str, str],
     submodules: Iterable[str] = (),
+    unlisted: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package`` (PEP 562).
 
     ``exports`` maps each public name to the module that defines it; ``submodules`` are
-    subpackages reachable as attributes without importing them first. A resolved name is
+    subpackages reachable as attributes without importing them first; ``unlisted`` maps names
+    that resolve the same way but stay out of ``__all__`` (compatibility aliases). A resolved name is
     cached in the package's namespace, so later lookups do not come back here.
     """
     namespace = vars(import_module(package))
     subs = frozenset(submodules)
+    every = {**(unlisted or {}), **exports}
 
     def __getattr__(name: str) -> Any:
         if name in subs:
             return import_module(f"{package}.{name}")
-        module = exports.get(name)
+        module = every.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(import_module(module), name)
@@ -43,6 +46,6 @@ def lazy_exports(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(exports) | subs)
+        return sorted(set(namespace) | set(every) | subs)
 
     return __getattr__, __dir__

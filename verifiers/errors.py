@@ -16,7 +16,11 @@
     ├── HubClientError                  a hub request failed, or the hub settings are unusable
     └── InfraError                      something outside the model's control failed
         ├── EndpointError               the inference endpoint failed after retries
+        ├── TunnelError                 a tunnel to a remote service failed (classic name)
         └── SandboxError                the sandbox (not the program in it) failed
+            └── BrowserSandboxError     a browser sandbox failed (classic name)
+
+``Error`` is the classic (0.3.x) name of ``VerifiersError``.
 
 A rollout that raises a ``ModelError`` or ``InfraError`` is recorded as errored; trainers drop
 errored rollouts instead of training on them. ``ToolError`` is returned to the model as the tool
@@ -28,10 +32,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "BrowserSandboxError",
     "ConfigError",
     "EmptyModelResponseError",
     "EndpointError",
     "EnvironmentNotFoundError",
+    "Error",
     "HubClientError",
     "InfraError",
     "InvalidModelResponseError",
@@ -42,6 +48,7 @@ __all__ = [
     "ToolCallError",
     "ToolError",
     "ToolParseError",
+    "TunnelError",
     "VerifiersError",
 ]
 
@@ -141,3 +148,14 @@ class HubClientError(VerifiersError):
         self.hint = hint
         self.status_code = status_code
         super().__init__(message)
+
+
+class TunnelError(InfraError):
+    """A tunnel to a remote service failed (kept for classic code that catches it)."""
+
+
+class BrowserSandboxError(SandboxError):
+    """A browser sandbox failed (kept for classic code that catches it)."""
+
+
+Error = VerifiersError

@@ -94,7 +94,9 @@ async def test_solve_on_the_last_allowed_guess_counts() -> None:
     client = ScriptedClient(
         ["<guess>three</guess>", "<guess>other</guess>", "<guess>there</guess>"]
     )
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     assert state["solved"] is True
     assert state["stop_condition"] == "game_over"
@@ -108,7 +110,9 @@ async def test_one_guess_left_is_singular() -> None:
     client = ScriptedClient(
         ["<guess>three</guess>", "<guess>other</guess>", "<guess>their</guess>"]
     )
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     replies = [m["content"] for m in state["completion"] if m["role"] == "user"]
     assert replies[1].endswith("\n1 guess left.")
