@@ -64,7 +64,8 @@ def handle_errors(func: F) -> F:
 
                 traceback.print_exc()
             if isinstance(e, VerifiersError):
-                print(f"error: {e}", file=sys.stderr)
+                hint = getattr(e, "hint", None)
+                print(f"error: {e}" + (f" ({hint})" if hint else ""), file=sys.stderr)
                 raise SystemExit(2 if _is_config(e) else 1) from None
             print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
             print("  (run again with --debug for the traceback)", file=sys.stderr)

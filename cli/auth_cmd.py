@@ -8,7 +8,9 @@ import typer
 
 from cli._common import CLIError, handle_errors
 
+app = typer.Typer()
 token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke hub API tokens.")
+app.add_typer(token_app, name="token")
 
 
 def _read_token() -> str:
@@ -26,6 +28,7 @@ def _read_token() -> str:
     return piped
 
 
+@app.command("login")
 @handle_errors
 def login(
     url: str = typer.Option(
@@ -44,50 +47,43 @@ def login(
     """Store the hub URL and token after checking them against the hub."""
     import os
 
-    from cli.hub_client import HubClient
-    from cli.hub_config import HubTarget, hub_target, load_config, save_config
+    from verifiers.errors import HubClientError
+    from verifiers.hub.client import HubClient
+    from verifiers.hub.config import HubSettings
 
     if url is None:
-        url = hub_target().url
+        url = HubSettings.load().url
     if not url.startswith(("http://", "https://")):
         raise CLIError(f"--url must start with http:// or https://, got {url!r}")
     url = url.rstrip("/")
     token = token or os.environ.get("VF_HUB_TOKEN") or _read_token()
+    client = HubClient(url, token)
     try:
-        who = HubClient(HubTarget(url=url, token=token)).whoami()
-    except CLIError as e:
-        if "HTTP 401" in str(e):
+        who, path = client.login()
+    except HubClientError as e:
+        if e.status_code == 401:
             raise CLIError(
                 f"the hub at {url} does not accept this token ({e})",
                 "check the token: `vf hub user create` and `vf token create` print new ones",
             ) from None
         raise
-    config = load_config()
-    config["hub"] = {**config.get("hub", {}), "url": url, "token": token}
-    path = save_config(config)
-    typer.echo(f"logged in to {url} as {who.user} (saved to {path})")
+    typer.echo(f"logged in to {client.url} as {who.user} (saved to {path})")
 
 
+@app.command("logout")
 @handle_errors
 def logout() -> None:
     """Forget the stored token."""
-    from cli.hub_config import load_config, save_config
+    from verifiers.hub.config import forget_token
 
-    config = load_config()
-    hub = config.get("hub", {})
-    if "token" not in hub:
-        typer.echo("not logged in")
-        return
-    hub.pop("token")
-    config["hub"] = hub
-    save_config(config)
-    typer.echo("logged out")
+    typer.echo("logged out" if forget_token() else "not logged in")
 
 
+@app.command("whoami")
 @handle_errors
 def whoami(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Show who the configured token belongs to and what it may do."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     client = HubClient()
     who = client.whoami()
@@ -120,7 +116,7 @@ def token_create(
     """Create a token. The secret is printed once, alone on the last line."""
     from pydantic import ValidationError
 
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
     from verifiers.hub.schemas import SCOPES, TokenCreate
 
     bad = [sc for sc in scope if sc not in SCOPES]
@@ -146,7 +142,7 @@ def token_create(
 @handle_errors
 def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List your tokens (never their secrets)."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     tokens = HubClient().list_tokens()
     if as_json:
@@ -172,15 +168,7 @@ def token_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
 @handle_errors
 def token_revoke(token_id: int = typer.Argument(..., help="Token id from `vf token list`")) -> None:
     """Revoke a token; it stops working at once."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     t = HubClient().revoke_token(token_id)
     typer.echo(f"revoked token {t.id} ({t.name})")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the auth commands to the root app."""
-    app.command("login")(login)
-    app.command("logout")(logout)
-    app.command("whoami")(whoami)
-    app.add_typer(token_app, name="token")

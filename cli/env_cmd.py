@@ -11,7 +11,7 @@ import typer
 from cli._common import CLIError, handle_errors
 
 if TYPE_CHECKING:
-    from verifiers.hub.schemas import ProjectOut, ReleaseOut
+    from verifiers.hub.schemas import ProjectOut
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -26,7 +26,7 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing directory"),
 ) -> None:
     """Scaffold an environment package: pyproject (entry point, eval defaults), module, README."""
-    from cli.hub_envs import init_environment
+    from cli.packaging import init_environment
 
     dest = init_environment(name, path, force)
     typer.echo(f"created {dest}")
@@ -43,7 +43,7 @@ def build(
     ),
 ) -> None:
     """Build the package's wheel; prints its path."""
-    from cli.hub_envs import build_wheel
+    from cli.packaging import build_wheel
 
     typer.echo(str(build_wheel(path, outdir)))
 
@@ -57,22 +57,18 @@ def push(
     as_json: bool = _JSON,
 ) -> None:
     """Build the wheel and upload it to the hub."""
-    from cli.hub_client import HubClient
-    from cli.hub_envs import build_wheel
+    from cli.packaging import build_wheel
+    from verifiers.hub.client import HubClient
 
     client = HubClient()
-    if not client.token:
-        raise CLIError(
-            f"no hub token configured for {client.url}",
-            "log in with `vf login --url URL --token TOKEN` or set VF_HUB_TOKEN",
-        )
+    client.require_token()  # before building: a missing login is the first thing to fix
     if path.suffix == ".whl":
         if not path.is_file():
             raise CLIError(f"no such wheel: {path}", "build one with `vf env build PATH`")
         wheel = path
     else:
         wheel = build_wheel(path)
-    result = client.upload(wheel, owner=owner, private=private)
+    result = client.push(wheel, owner=owner, private=private)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
@@ -84,30 +80,6 @@ def push(
     typer.echo(f"  install with: vf env install {result.owner}/{result.name}@{result.version}")
 
 
-def _pick_release(project: ProjectOut, version: str | None) -> ReleaseOut:
-    from packaging.version import InvalidVersion, Version
-
-    def same(a: str, b: str) -> bool:
-        try:
-            return Version(a) == Version(b)
-        except InvalidVersion:
-            return a == b
-
-    releases = project.releases or []
-    if version is None:
-        if project.latest_version is None:
-            raise CLIError(
-                f"{project.owner}/{project.name} has no installable version (all are yanked)",
-                f"pin one explicitly: vf env install {project.owner}/{project.name}@VERSION",
-            )
-        version = project.latest_version
-    for rel in releases:
-        if same(rel.version, version):
-            return rel
-    known = ", ".join(r.version for r in releases) or "none"
-    raise CLIError(f"{project.owner}/{project.name} has no version {version} (versions: {known})")
-
-
 @app.command("install")
 @handle_errors
 def install(
@@ -117,39 +89,10 @@ def install(
     ),
 ) -> None:
     """Install an environment into this Python from the hub (exact version, project index)."""
-    from cli.hub_client import HubClient
-    from cli.hub_envs import missing_requirements, parse_spec, pip_install
-    from verifiers.hub.install import InstallError, install_hub_files, plan_install
+    from verifiers.hub.client import HubClient
 
-    owner, name, version = parse_spec(spec)
-    client = HubClient()
-    project = client.project(owner, name)
-    release = _pick_release(project, version)
-    if not any(f.filename.endswith(".whl") for f in release.files):
-        raise CLIError(
-            f"{project.owner}/{project.name} {release.version} has no wheel to install "
-            "(only a source distribution)",
-            "ask its owner to push the wheel: vf env push",
-        )
-    if release.yanked:
-        typer.echo(
-            f"warning: {owner}/{project.name} {release.version} is yanked"
-            + (f": {release.yanked_reason}" if release.yanked_reason else ""),
-            err=True,
-        )
-    # only the hub's bytes: the environment and its hub-hosted dependencies come from the
-    # hub's files, sha256-checked, through a pip that no setting can redirect
-    try:
-        plan = plan_install(client, project, release, with_deps=not no_deps)
-        install_hub_files(client, plan)
-    except InstallError as e:
-        raise CLIError(e.message, e.hint) from None
-    missing = missing_requirements(plan.others)
-    if missing:
-        typer.echo(
-            f"installing dependencies from your default index: {', '.join(missing)}", err=True
-        )
-        pip_install(missing, index_url=None)
+    done = HubClient().install(spec, no_deps=no_deps, warn=lambda m: typer.echo(m, err=True))
+    project, release = done.project, done.release
     envs = ", ".join(sorted(release.entry_points)) or project.name
     typer.echo(f"installed {project.owner}/{project.name}=={release.version}")
     typer.echo(f"  evaluate with: vf-eval {envs.split(', ')[0]} -m oracle -n 5")
@@ -159,8 +102,7 @@ def install(
 @handle_errors
 def info(spec: str = typer.Argument(..., help="OWNER/NAME"), as_json: bool = _JSON) -> None:
     """Show an environment's versions, tags and entry points."""
-    from cli.hub_client import HubClient
-    from cli.hub_envs import parse_spec
+    from verifiers.hub.client import HubClient, parse_spec
 
     owner, name, _ = parse_spec(spec)
     project = HubClient().project(owner, name)
@@ -245,7 +187,7 @@ def list_(
     as_json: bool = _JSON,
 ) -> None:
     """List environments on the hub."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     res = HubClient().list_projects(owner=owner, tag=tag, page=page, per_page=per_page)
     if as_json:
@@ -264,7 +206,7 @@ def search(
     as_json: bool = _JSON,
 ) -> None:
     """Search environments on the hub."""
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     res = HubClient().list_projects(query=query, tag=tag, page=page, per_page=per_page)
     if as_json:
@@ -280,8 +222,7 @@ def yank(
     reason: str = typer.Option(None, "--reason", "-r", help="Shown to installers"),
 ) -> None:
     """Yank a version: installers skip it unless it is pinned exactly."""
-    from cli.hub_client import HubClient
-    from cli.hub_envs import parse_spec
+    from verifiers.hub.client import HubClient, parse_spec
 
     owner, name, version = parse_spec(spec, need_version=True)
     assert version is not None
@@ -299,8 +240,7 @@ def delete(
     filenames can never be uploaded again."""
     import sys
 
-    from cli.hub_client import HubClient
-    from cli.hub_envs import parse_spec
+    from verifiers.hub.client import HubClient, parse_spec
 
     owner, name, version = parse_spec(spec, need_version=True)
     assert version is not None
@@ -319,8 +259,7 @@ def delete(
 @handle_errors
 def unyank(spec: str = typer.Argument(..., help="OWNER/NAME@VERSION")) -> None:
     """Undo a yank."""
-    from cli.hub_client import HubClient
-    from cli.hub_envs import parse_spec
+    from verifiers.hub.client import HubClient, parse_spec
 
     owner, name, version = parse_spec(spec, need_version=True)
     assert version is not None

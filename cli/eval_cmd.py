@@ -25,6 +25,9 @@ HELP = (
     "(or the built-in `-m oracle`). `vf eval push RUN_DIR` shares a run on the hub."
 )
 
+# run alone as `vf-eval` too: no completion commands, plain tracebacks and help
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
 
@@ -132,11 +135,11 @@ def _load(env_id: str, env_kwargs: dict[str, Any], install: bool) -> Any:
 def _confirm_install(env_id: str) -> bool:
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return False
-    from cli.hub_config import hub_target
+    from verifiers.hub.config import HubSettings
 
     return bool(
         typer.confirm(
-            f"{env_id} is not installed; install it from {hub_target().url}?",
+            f"{env_id} is not installed; install it from {HubSettings.load().url}?",
             default=True,
             err=True,
         )
@@ -303,6 +306,7 @@ class EvalOptions:
     allow_unverified: bool
 
 
+@app.command("eval", help=HELP)
 @handle_errors
 def eval_command(
     env_id: str = _ENV_ID,

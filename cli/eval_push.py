@@ -58,7 +58,7 @@ def pack_run(meta: dict[str, Any], results: Path, dest: Path) -> None:
 
 
 def push_run(run_dir: Path, *, env: str | None, allow_unverified: bool) -> dict[str, Any]:
-    from cli.hub_client import HubClient
+    from verifiers.hub.client import HubClient
 
     meta, results = read_run(run_dir)
     client = HubClient()
@@ -77,7 +77,7 @@ def push_run(run_dir: Path, *, env: str | None, allow_unverified: bool) -> dict[
                 auth=True,
                 params=params,
                 content=body,
-                headers_extra={"Content-Type": "application/gzip"},
+                headers={"Content-Type": "application/gzip"},
             )
     out: dict[str, Any] = data
     out["page"] = f"{client.url}{out.get('url', '')}"

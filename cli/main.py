@@ -1,4 +1,9 @@
-"""Entry points: ``vf`` (all commands) and ``vf-eval`` (same as ``vf eval``)."""
+"""Entry points: ``vf`` (all commands) and ``vf-eval`` (same as ``vf eval``).
+
+One registration style: each ``*_cmd`` module owns a ``typer.Typer`` named ``app`` and declares
+its commands on it with ``@app.command(...)``; this module mounts those apps, with a name for a
+command group (``vf env ...``) and without one for top-level commands (``vf eval``).
+"""
 
 from __future__ import annotations
 
@@ -27,16 +32,14 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-app.command("eval", help=eval_cmd.HELP)(eval_cmd.eval_command)
-app.command("view", help=view_cmd.HELP)(view_cmd.view_command)
-env_cmd.app.command(
-    "validate", help="Model-free checks of an environment: loads, columns, gold answers, rollouts."
-)(validate_cmd.validate_command)
+env_cmd.app.add_typer(validate_cmd.app)
+app.add_typer(eval_cmd.app)
+app.add_typer(view_cmd.app)
 app.add_typer(env_cmd.app, name="env", help="Build, push, install and inspect environments.")
 app.add_typer(hub_cmd.app, name="hub", help="Run and administer a hub server.")
 app.add_typer(sandbox_cmd.app, name="sandbox", help="Run commands in isolated sandboxes.")
-auth_cmd.register(app)
-train_cmd.register(app)
+app.add_typer(auth_cmd.app)
+app.add_typer(train_cmd.app)
 
 
 @app.callback()
@@ -58,12 +61,8 @@ def main() -> None:
 
 
 def eval_main() -> None:
-    """``vf-eval ...`` is ``vf eval ...``."""
-    single = typer.Typer(
-        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
-    )
-    single.command(help=eval_cmd.HELP)(eval_cmd.eval_command)
-    single(prog_name="vf-eval")
+    """``vf-eval ...`` is ``vf eval ...``: the eval app alone (one command, so no subcommand)."""
+    eval_cmd.app(prog_name="vf-eval")
 
 
 if __name__ == "__main__":

@@ -49,11 +49,10 @@ HELP = "\n\n".join(
 )
 
 
-def register(app: typer.Typer) -> None:
-    """Add the train command to the root app."""
-    app.command("train", help=HELP)(train_command)
+app = typer.Typer()
 
 
+@app.command("train", help=HELP)
 @handle_errors
 def train_command(
     config: Path = typer.Argument(..., help="Training config (TOML).", show_default=False),

@@ -1,6 +1,6 @@
 """``vf env validate ENV [-a ARGS_JSON] [-n N]``: model-free conformance checks.
 
-Registered on the ``vf env`` app as ``app.command("validate")(validate_command)``. ``ENV`` is
+Mounted under ``vf env`` by ``cli/main.py``. ``ENV`` is
 an installed environment id, or the directory of an environment package (its
 ``pyproject.toml`` names the entry point), so authors can check a package before installing it.
 Runs :func:`verifiers.testing.check_environment`, prints one table row per check and exits 1
@@ -29,9 +29,12 @@ HELP = (
     "gold answers get full reward, a no-op answer gets none, and scripted rollouts complete."
 )
 
+app = typer.Typer()
+
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 
+@app.command("validate", help=HELP)
 @handle_errors
 def validate_command(
     env: str = typer.Argument(

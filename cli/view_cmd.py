@@ -12,7 +12,10 @@ from cli._common import CLIError, handle_errors
 HELP = "Browse evaluation runs (a run directory or a folder of them) in a local web viewer."
 DEFAULT_ROOT = Path("outputs/evals")
 
+app = typer.Typer()
 
+
+@app.command("view", help=HELP)
 @handle_errors
 def view_command(
     path: Path = typer.Argument(

@@ -5,22 +5,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__all__ = ["Settings", "create_app"]
+from verifiers._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from hub_server.app import create_app
-    from hub_server.settings import Settings
+_EXPORTS = {
+    "create_app": "hub_server.app",
+    "Settings": "hub_server.settings",
+}
 
+__all__ = sorted(_EXPORTS)
 
-def __getattr__(name: str) -> Any:
-    if name == "create_app":
-        from hub_server.app import create_app
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-        return create_app
-    if name == "Settings":
-        from hub_server.settings import Settings
-
-        return Settings
-    raise AttributeError(name)
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from hub_server.app import create_app as create_app
+    from hub_server.settings import Settings as Settings

@@ -32,7 +32,7 @@ PINNED_ALL = sorted(
     XMLParser as_client cleanup create_sandbox evaluate evaluate_async extract_boxed_answer
     extract_hash_answer group_reward list_environments load_endpoints load_environment
     load_example_dataset print_prompt_completions_sample setup_logging stop
-    teardown
+    teardown tool_call tool_call_message
     GymEnv MCPEnv ReasoningGymEnv TextArenaEnv BrowserEnv CliAgentEnv HarborEnv OpenEnvEnv
     OpenAIChatCompletionsClient OpenAICompletionsClient OpenAIResponsesClient
     AnthropicMessagesClient RendererClient reward metric setup update advantage log_level

@@ -7,8 +7,9 @@ sqlalchemy or typer).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from verifiers._lazy import lazy_exports
 
 __version__ = "0.9.0"
 
@@ -64,6 +65,9 @@ _EXPORTS: dict[str, str] = {
     "EndpointConfig": "verifiers.clients.endpoints",
     "load_endpoints": "verifiers.clients.endpoints",
     "as_client": "verifiers.clients.base",
+    # tools
+    "tool_call": "verifiers.utils.tool_calls",
+    "tool_call_message": "verifiers.utils.tool_calls",
     "OpenAIChatCompletionsClient": "verifiers.clients.classic_clients",
     "OpenAICompletionsClient": "verifiers.clients.classic_clients",
     "OpenAIResponsesClient": "verifiers.clients.classic_clients",
@@ -142,25 +146,17 @@ _CLASSIC_FORWARDS: dict[str, str] = {
 
 
 # subpackages reachable as attributes (``vf.train``, ``vf.testing``) without importing them first
-_SUBMODULES = frozenset({"train", "testing", "sandbox", "hub"})
+_SUBMODULES = ("train", "testing", "sandbox", "hub")
 
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return import_module(f"verifiers.{name}")
-    module = _EXPORTS.get(name) or _CLASSIC_FORWARDS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'verifiers' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | set(_CLASSIC_FORWARDS) | _SUBMODULES)
-
+__getattr__, __dir__ = lazy_exports(
+    __name__, _EXPORTS, submodules=_SUBMODULES, unlisted=_CLASSIC_FORWARDS
+)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from verifiers import hub as hub
+    from verifiers import sandbox as sandbox
+    from verifiers import testing as testing
+    from verifiers import train as train
     from verifiers.clients.base import Client as Client
     from verifiers.clients.base import as_client as as_client
     from verifiers.clients.classic_clients import (
@@ -268,3 +264,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from verifiers.utils.logging_utils import quiet_verifiers as quiet_verifiers
     from verifiers.utils.logging_utils import setup_logging as setup_logging
+    from verifiers.utils.tool_calls import tool_call as tool_call
+    from verifiers.utils.tool_calls import tool_call_message as tool_call_message

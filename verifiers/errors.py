@@ -13,6 +13,7 @@
     │   ├── ToolParseError              arguments are not valid JSON / not an object
     │   └── ToolCallError               the tool raised
     ├── RewardError                     a reward function raised
+    ├── HubClientError                  a hub request failed, or the hub settings are unusable
     └── InfraError                      something outside the model's control failed
         ├── EndpointError               the inference endpoint failed after retries
         ├── TunnelError                 a tunnel to a remote service failed (classic name)
@@ -37,6 +38,7 @@ __all__ = [
     "EndpointError",
     "EnvironmentNotFoundError",
     "Error",
+    "HubClientError",
     "InfraError",
     "InvalidModelResponseError",
     "ModelError",
@@ -132,6 +134,20 @@ class EndpointError(InfraError):
 
 class SandboxError(InfraError):
     """The sandbox itself failed (could not start, died, lost). The program failing is not this."""
+
+
+class HubClientError(VerifiersError):
+    """A hub request failed (unreachable, refused, HTTP error) or the hub settings are unusable.
+
+    ``hint`` is the next step for the user; ``status_code`` the HTTP status, when there was one.
+    """
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, status_code: int | None = None
+    ) -> None:
+        self.hint = hint
+        self.status_code = status_code
+        super().__init__(message)
 
 
 class TunnelError(InfraError):

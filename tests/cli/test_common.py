@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -48,10 +47,15 @@ def test_closed_pipe_exits_quietly(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == ""
 
 
-def test_usage_errors_are_plain_text() -> None:
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "vf-eval")], capture_output=True, text=True
-    )
-    assert proc.returncode == 2
-    assert "Missing argument" in proc.stderr and "╭" not in proc.stderr
-    assert proc.stderr.startswith("Usage: vf-eval ")
+def test_usage_errors_are_plain_text(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli.main import eval_main
+
+    monkeypatch.setattr(sys, "argv", [str(Path(sys.executable).parent / "vf-eval")])
+    with pytest.raises(SystemExit) as info:
+        eval_main()
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Missing argument" in err and "╭" not in err
+    assert err.startswith("Usage: vf-eval ")

@@ -4,37 +4,26 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.clirun import run_cli
 from verifiers.loading import eval_defaults
 
-from .conftest import ENV_ROOT, ENVIRONMENTS
+from .conftest import ENVIRONMENTS
 
-PRESENT = [name for name in ENVIRONMENTS if (ENV_ROOT / name).is_dir()]
+PRESENT = sorted(ENVIRONMENTS)
 
 
 @pytest.mark.parametrize("name", PRESENT)
 def test_vf_eval_oracle_gets_full_reward(name: str, tmp_path: Path) -> None:
-    env = dict(os.environ)
-    # found by entry point when installed, by module name from the checkout otherwise
-    paths = [str(ENV_ROOT / n) for n in PRESENT]
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
-    vf_eval = Path(sys.executable).with_name("vf-eval")
+    # found by entry point when installed, by module name from the checkout (conftest puts
+    # every package directory on sys.path) otherwise
     args = ["-n", "2", "-r", "1", "-o", str(tmp_path / "run"), "--json"]
     if name == "logic":
         args += ["-a", '{"num_examples": 13}']
-    proc = subprocess.run(
-        [str(vf_eval), name, "-m", "oracle", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    proc = run_cli(name, "-m", "oracle", *args, prog="vf-eval")
     assert proc.returncode == 0, proc.stderr[-3000:]
     meta = json.loads(proc.stdout)
     assert meta["summary"]["avg_reward"] == 1.0

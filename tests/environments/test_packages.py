@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ENV_ROOT, ENVIRONMENTS
+from .conftest import ENV_DIRS, ENVIRONMENTS
 
-PRESENT = [name for name in ENVIRONMENTS if (ENV_ROOT / name).is_dir()]
+PRESENT = sorted(ENVIRONMENTS)
 # files that must ship inside the wheel (paths inside it)
 BUNDLED = {
     "math": ["vf_math/data/sample.jsonl"],
@@ -35,7 +35,7 @@ BUNDLED = {
 
 @pytest.mark.parametrize("name", PRESENT)
 def test_pyproject_declares_entry_point_and_eval_defaults(name: str) -> None:
-    meta = tomllib.loads((ENV_ROOT / name / "pyproject.toml").read_text())
+    meta = tomllib.loads((ENV_DIRS[name] / "pyproject.toml").read_text())
     module = ENVIRONMENTS[name]
     assert meta["project"]["name"] == f"vf-{name}"
     eps = meta["project"]["entry-points"]["verifiers.environments"]
@@ -47,7 +47,7 @@ def test_pyproject_declares_entry_point_and_eval_defaults(name: str) -> None:
     defaults = meta["tool"]["verifiers"]["eval"]
     assert defaults["num_examples"] > 0 and defaults["rollouts_per_example"] > 0
     assert meta["project"]["keywords"]
-    readme = (ENV_ROOT / name / "README.md").read_text()
+    readme = (ENV_DIRS[name] / "README.md").read_text()
     for heading in ("## Arguments", "## Data and licence", "## Run"):
         assert heading in readme, f"{name}/README.md lacks {heading!r}"
     assert f"vf-eval {name}" in readme
@@ -69,7 +69,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 "--no-isolation",
                 "--outdir",
                 str(dest),
-                str(ENV_ROOT / name),
+                str(ENV_DIRS[name]),
             ],
             capture_output=True,
             text=True,

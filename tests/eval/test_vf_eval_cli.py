@@ -1,8 +1,10 @@
 """vf-eval end to end: classic-API environments against a real OpenAI-compatible server,
-durable results across kill -9 and --resume, and a run through injected faults."""
+durable results across kill -9 and --resume, and a run through injected faults. The command
+runs in this process, except where a test kills it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.clirun import CliResult, run_cli
 from verifiers.testing.server import ServerProcess
 
 EXPECTED_REWARD = {"classic_single": 1.2, "classic_multi": 1.0, "classic_tools": 1.0}
 
 
-def vf_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "vf-eval"
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+def vf_eval(*args: str, cwd: Path) -> CliResult:
+    """``vf-eval ARGS`` run in this process from ``cwd``."""
+    with contextlib.chdir(cwd):
+        return run_cli(*args, prog="vf-eval")
 
 
 def results_of(cwd: Path) -> list[dict]:
@@ -206,7 +210,9 @@ def test_bad_counts_are_named_before_anything_runs(
     assert not (tmp_path / "outputs").exists()
 
 
-def test_json_output_stays_clean_when_the_environment_prints(tmp_path: Path) -> None:
+def test_json_output_stays_clean_when_the_environment_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "chatty_env.py").write_text(
         "import verifiers as vf\n"
         "print('importing')\n"
@@ -218,16 +224,8 @@ def test_json_output_stays_clean_when_the_environment_prints(tmp_path: Path) -> 
         "    rows = [{'question': 'q', 'answer': 'a'}]\n"
         "    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))\n"
     )
-    exe = Path(sys.executable).parent / "vf-eval"
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    proc = subprocess.run(
-        [str(exe), "chatty_env", "-m", "oracle", "-n", "1", "-r", "1", "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    proc = vf_eval("chatty_env", "-m", "oracle", "-n", "1", "-r", "1", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["summary"]["avg_reward"] == 1.0
     assert "building" in proc.stderr and "scoring" in proc.stderr

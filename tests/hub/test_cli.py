@@ -24,26 +24,11 @@ def cfg(tmp_path: Path) -> dict[str, str]:
 
 def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path) -> None:
     data = tmp_path / "hubdata"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cli.main import main; main()",
-            "hub",
-            "user",
-            "create",
-            "Alice",
-            "--admin",
-            "--data-dir",
-            str(data),
-            "--init",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    code, out, err = vf(
+        ["hub", "user", "create", "Alice", "--admin", "--data-dir", str(data), "--init"], {}
     )
-    assert r.returncode == 0, r.stderr
-    token = r.stdout.strip().splitlines()[-1]
+    assert code == 0, err
+    token = out.strip().splitlines()[-1]
     assert token.startswith("vfh_") and " " not in token
     code, out, _ = vf(["hub", "migrate", "--data-dir", str(data)], {})
     assert code == 0 and "revision 0003" in out
@@ -159,6 +144,8 @@ def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_pat
     finally:
         proc.terminate()
         proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()  # ResourceWarning (an error under pytest) otherwise
 
 
 def test_login_whoami_logout_and_env_overrides(
@@ -501,6 +488,8 @@ def test_hub_serve_port_0_prints_the_real_url(hub: Hub, tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()  # ResourceWarning (an error under pytest) otherwise
     taken = hub.url.rsplit(":", 1)[1]
     r = subprocess.run(
         [*cmd, "--port", taken, "--data-dir", str(tmp_path / "d")],

@@ -59,6 +59,8 @@ def test_sigkill_of_the_parent_kills_every_sandbox() -> None:
         child.wait()
     finally:
         child.kill()
+        if child.stdout is not None:
+            child.stdout.close()  # an unclosed pipe is a ResourceWarning
     assert _wait_gone(tag) == []
     _cgroup.sweep()  # what the next process using sandboxes does
     assert _cgroup.leftover_groups(child.pid) == []

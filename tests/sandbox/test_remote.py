@@ -105,6 +105,9 @@ def test_cli_serve_and_exec_remote() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+        for pipe in (proc.stdout, proc.stderr):  # unclosed pipes are ResourceWarnings
+            if pipe is not None:
+                pipe.close()
 
 
 def test_cli_refuses_public_bind_without_token() -> None:
@@ -175,6 +178,9 @@ def test_cli_serve_without_token_prints_the_one_it_made() -> None:
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+        for pipe in (proc.stdout, proc.stderr):  # unclosed pipes are ResourceWarnings
+            if pipe is not None:
+                pipe.close()
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+
+import pytest
 
 
 def test_verifiers_train_imports_no_torch_until_used() -> None:
@@ -11,13 +14,15 @@ def test_verifiers_train_imports_no_torch_until_used() -> None:
         "assert set(t.__all__) == set(t._EXPORTS)\n"
         "heavy = [m for m in ('torch', 'transformers', 'trl') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
-        "t.masked_importance_sampling_loss\n"
-        "assert 'torch' in sys.modules\n"
     )
+    if importlib.util.find_spec("torch") is not None:
+        code += "t.masked_importance_sampling_loss\nassert 'torch' in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_every_public_name_is_documented() -> None:
+    for needed in ("torch", "transformers", "trl"):  # resolving every name imports them
+        pytest.importorskip(needed)
     import inspect
 
     import verifiers.train as t

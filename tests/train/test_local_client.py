@@ -5,6 +5,9 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
 from verifiers.errors import OverlongPromptError
 from verifiers.train.local_client import LocalModelClient
 from verifiers.train.tiny import build_tiny_model

@@ -3,7 +3,8 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")
 
 from verifiers.train.loss import masked_importance_sampling_loss, token_logprobs
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")
 
 from tests.train.hf_server import HFServer
 from verifiers.train.config import TrainConfig

@@ -5,8 +5,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from typer.testing import CliRunner
+
+torch = pytest.importorskip("torch")
 
 from cli.main import app
 from tests.train.toy_env import load_environment

@@ -37,10 +37,13 @@ class InstallError(Exception):
 
 
 class HubAPI(Protocol):
-    """What the installer needs of a hub client (``cli.hub_client.HubClient`` has it)."""
+    """What the installer needs of a hub client (:class:`verifiers.hub.client.HubClient`)."""
 
-    url: str
-    token: str | None
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def token(self) -> str | None: ...
 
     def project(self, owner: str, name: str) -> s.ProjectOut: ...
 
@@ -216,3 +219,49 @@ def _check_installed(plan: Plan, python: str, run: Runner, tmp: Path) -> None:
                 f"after installing {project}, {name} does not come from the hub's verified "
                 f"{file.filename} (installed from {url or 'unknown'})"
             )
+
+
+def missing_requirements(requires_dist: list[str]) -> list[str]:
+    """The requirements (with no extra) that the current interpreter does not satisfy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    missing = []
+    for spec in requires_dist:
+        try:
+            req = Requirement(spec)
+        except InvalidRequirement:
+            missing.append(spec)
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            have = version(req.name)
+        except PackageNotFoundError:
+            missing.append(spec)
+            continue
+        if req.specifier and not req.specifier.contains(have, prereleases=True):
+            missing.append(spec)
+    return missing
+
+
+def install_from_default_index(requirements: list[str]) -> None:
+    """Install requirements that the hub does not host into this interpreter, from the user's
+    default index with their usual settings, with pip (or uv when pip is absent)."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("pip") is not None:
+        cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
+    elif uv := shutil.which("uv"):
+        cmd = [uv, "pip", "install", "--python", sys.executable]
+    else:
+        raise InstallError(
+            "neither pip nor uv is available to install packages into this interpreter",
+            f"install pip: {sys.executable} -m ensurepip",
+        )
+    r = subprocess.run([*cmd, *requirements], capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-15:])
+        raise InstallError(f"installing dependencies failed:\n{tail}")

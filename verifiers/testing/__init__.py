@@ -12,19 +12,20 @@ Names load lazily: importing this package starts nothing.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING
+
+from verifiers._lazy import lazy_exports
 
 _EXPORTS = {
     "ScriptedClient": "verifiers.testing.scripted",
+    "ScriptedCall": "verifiers.testing.scripted",
     "OpenAITestServer": "verifiers.testing.server",
+    "ServerProcess": "verifiers.testing.server",
     "check_environment": "verifiers.testing.check",
     "check_environment_async": "verifiers.testing.check",
     "CheckReport": "verifiers.testing.check",
     "CheckResult": "verifiers.testing.check",
     "EnvironmentCheckError": "verifiers.testing.check",
-    "ServerProcess": "verifiers.testing.server",
-    "ScriptedCall": "verifiers.testing.scripted",
     "run_sandbox_conformance": "verifiers.testing.sandbox_conformance",
     "SandboxConformance": "verifiers.testing.sandbox_conformance",
     "ConformanceReport": "verifiers.testing.sandbox_conformance",
@@ -33,9 +34,20 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'verifiers.testing' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from verifiers.testing.check import CheckReport as CheckReport
+    from verifiers.testing.check import CheckResult as CheckResult
+    from verifiers.testing.check import EnvironmentCheckError as EnvironmentCheckError
+    from verifiers.testing.check import check_environment as check_environment
+    from verifiers.testing.check import check_environment_async as check_environment_async
+    from verifiers.testing.sandbox_conformance import ConformanceReport as ConformanceReport
+    from verifiers.testing.sandbox_conformance import SandboxConformance as SandboxConformance
+    from verifiers.testing.sandbox_conformance import (
+        run_sandbox_conformance as run_sandbox_conformance,
+    )
+    from verifiers.testing.scripted import ScriptedCall as ScriptedCall
+    from verifiers.testing.scripted import ScriptedClient as ScriptedClient
+    from verifiers.testing.server import OpenAITestServer as OpenAITestServer
+    from verifiers.testing.server import ServerProcess as ServerProcess

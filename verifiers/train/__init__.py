@@ -8,8 +8,9 @@ Install the rest with ``pip install 'verifiers[train]'``.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from verifiers._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "Sample": "verifiers.train.samples",
@@ -42,73 +43,38 @@ _EXPORTS: dict[str, str] = {
     "Trainer": "verifiers.train.trainer",
 }
 
-__all__ = [
-    "Batch",
-    "DifficultyConfig",
-    "Learner",
-    "LocalModelClient",
-    "LossOutput",
-    "PackResult",
-    "PackedMicroBatch",
-    "RolloutSource",
-    "RolloutSourceConfig",
-    "Sample",
-    "SampleBuild",
-    "TRLAdapter",
-    "TrainConfig",
-    "Trainer",
-    "VLLMServer",
-    "build_char_tokenizer",
-    "build_samples",
-    "build_tiny_model",
-    "chunked_token_logprobs",
-    "group_mean_advantages",
-    "letter_environment",
-    "load_train_config",
-    "make_weight_sync",
-    "masked_importance_sampling_loss",
-    "pack_samples",
-    "pinned_sampling_args",
-    "token_logprobs",
-    "write_tiny_qwen",
-]
+__all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'verifiers.train' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from verifiers.train.config import TrainConfig, load_train_config
-    from verifiers.train.learner import Learner
-    from verifiers.train.local_client import LocalModelClient
+    from verifiers.train.config import TrainConfig as TrainConfig
+    from verifiers.train.config import load_train_config as load_train_config
+    from verifiers.train.learner import Learner as Learner
+    from verifiers.train.local_client import LocalModelClient as LocalModelClient
+    from verifiers.train.loss import LossOutput as LossOutput
+    from verifiers.train.loss import chunked_token_logprobs as chunked_token_logprobs
     from verifiers.train.loss import (
-        LossOutput,
-        chunked_token_logprobs,
-        masked_importance_sampling_loss,
-        token_logprobs,
+        masked_importance_sampling_loss as masked_importance_sampling_loss,
     )
-    from verifiers.train.packing import PackedMicroBatch, PackResult, pack_samples
-    from verifiers.train.rollout_source import (
-        Batch,
-        DifficultyConfig,
-        RolloutSource,
-        RolloutSourceConfig,
-        group_mean_advantages,
-    )
-    from verifiers.train.samples import Sample, SampleBuild, build_samples
-    from verifiers.train.tiny import build_char_tokenizer, build_tiny_model, letter_environment
-    from verifiers.train.tiny_qwen import write_tiny_qwen
-    from verifiers.train.trainer import Trainer, pinned_sampling_args
-    from verifiers.train.trl_adapter import TRLAdapter
-    from verifiers.train.vllm_launch import VLLMServer
-    from verifiers.train.weight_sync import make_weight_sync
+    from verifiers.train.loss import token_logprobs as token_logprobs
+    from verifiers.train.packing import PackedMicroBatch as PackedMicroBatch
+    from verifiers.train.packing import PackResult as PackResult
+    from verifiers.train.packing import pack_samples as pack_samples
+    from verifiers.train.rollout_source import Batch as Batch
+    from verifiers.train.rollout_source import DifficultyConfig as DifficultyConfig
+    from verifiers.train.rollout_source import RolloutSource as RolloutSource
+    from verifiers.train.rollout_source import RolloutSourceConfig as RolloutSourceConfig
+    from verifiers.train.rollout_source import group_mean_advantages as group_mean_advantages
+    from verifiers.train.samples import Sample as Sample
+    from verifiers.train.samples import SampleBuild as SampleBuild
+    from verifiers.train.samples import build_samples as build_samples
+    from verifiers.train.tiny import build_char_tokenizer as build_char_tokenizer
+    from verifiers.train.tiny import build_tiny_model as build_tiny_model
+    from verifiers.train.tiny import letter_environment as letter_environment
+    from verifiers.train.tiny_qwen import write_tiny_qwen as write_tiny_qwen
+    from verifiers.train.trainer import Trainer as Trainer
+    from verifiers.train.trainer import pinned_sampling_args as pinned_sampling_args
+    from verifiers.train.trl_adapter import TRLAdapter as TRLAdapter
+    from verifiers.train.vllm_launch import VLLMServer as VLLMServer
+    from verifiers.train.weight_sync import make_weight_sync as make_weight_sync

@@ -54,18 +54,9 @@ class PythonReplEnv(vf.PythonEnv):
         cells: list[str] = state["info"]["cells"]
         step = sum(1 for m in state["completion"] if m.get("role") == "assistant")
         if step < len(cells):
-            args = json.dumps({"code": cells[step]})
-            return {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{step}",
-                        "type": "function",
-                        "function": {"name": "python", "arguments": args},
-                    }
-                ],
-            }
+            return vf.tool_call_message(
+                vf.tool_call("python", {"code": cells[step]}, id=f"call_{step}")
+            )
         # what the sandboxed interpreter printed: a broken REPL shows up as a wrong answer
         last = next(
             (m for m in reversed(state["completion"]) if m.get("role") == "tool"), {"content": ""}

@@ -129,17 +129,7 @@ class ResearchEnv(vf.ToolEnv):
         plan = [*state["info"]["plan"], ["finish", {"answer": state["answer"]}]]
         step = sum(1 for m in state["completion"] if m.get("role") == "assistant")
         name, args = plan[min(step, len(plan) - 1)]
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": f"call_{step}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-            ],
-        }
+        return vf.tool_call_message(vf.tool_call(name, args, id=f"call_{step}"))
 
 
 def _judge_rubric(

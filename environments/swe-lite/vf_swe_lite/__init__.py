@@ -223,17 +223,7 @@ class SweLiteEnv(vf.SandboxEnv):
             where = ", ".join(f"{b['file']}:{b['line']}" for b in bugs)
             return {"role": "assistant", "content": f"Fixed {where}."}
         name, args = plan[step]
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": f"call_{step}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-            ],
-        }
+        return vf.tool_call_message(vf.tool_call(name, args, id=f"call_{step}"))
 
 
 def _combinations(bugs: list[Bug], k: int, n: int, rng: random.Random) -> list[list[Bug]]:

@@ -50,18 +50,12 @@ class ToolUseEnv(vf.ToolEnv):
         turns = _plan_turns(plan)
         step = sum(1 for m in state["completion"] if m.get("role") == "assistant")
         if step < len(turns):
-            return {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{step}_{i}",
-                        "type": "function",
-                        "function": {"name": tool, "arguments": json.dumps(args)},
-                    }
+            return vf.tool_call_message(
+                *(
+                    vf.tool_call(tool, args, id=f"call_{step}_{i}")
                     for i, (tool, args) in enumerate(turns[step])
-                ],
-            }
+                )
+            )
         return {"role": "assistant", "content": f"<answer>{state['answer']}</answer>"}
 
 

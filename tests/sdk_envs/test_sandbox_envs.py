@@ -309,7 +309,7 @@ async def test_cancelling_200_rollouts_half_way_leaves_nothing_behind() -> None:
 
 CHILD = """
 import asyncio, sys
-from tests.envs.test_sandbox_envs import ROWS, _repl_responder, _run_many
+from tests.sdk_envs.test_sandbox_envs import ROWS, _repl_responder, _run_many
 from verifiers.envs.python_env import PythonEnv
 from verifiers.testing.server import OpenAITestServer
 
@@ -340,6 +340,8 @@ def test_sigkill_during_200_rollouts_leaves_nothing_behind() -> None:
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
+        if child.stdout is not None:
+            child.stdout.close()  # an unclosed pipe is a ResourceWarning
     no_leaks(tag)
     _cgroup.sweep()  # what the next process using sandboxes does
     assert _cgroup.leftover_groups(child.pid) == []

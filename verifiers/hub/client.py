@@ -1,0 +1,323 @@
+"""A Python client of the hub: what ``vf login``, ``vf env push|install|info|list|...`` and
+``vf token ...`` do, without the command-line package, for training scripts and notebooks::
+
+    from verifiers.hub import HubClient
+
+    hub = HubClient()                        # VF_HUB_URL/VF_HUB_TOKEN, else `vf login`'s config
+    hub.push("dist/vf_math-0.1.0-py3-none-any.whl")
+    hub.install("alice/vf-math@0.1.0")
+    hub.push_eval_result("alice/vf-math@0.1.0", EvalResultIn(...))
+
+Every failure is a :class:`~verifiers.errors.HubClientError` naming what went wrong, with the
+next step in ``hint``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, TypeAdapter
+
+from verifiers.errors import HubClientError
+from verifiers.hub import schemas as s
+from verifiers.hub.config import HubSettings, save_login
+
+__all__ = ["HubClient", "Installed", "parse_spec", "pick_release"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_SPEC_RE = re.compile(
+    r"^(?P<owner>[A-Za-z0-9-]+)/(?P<name>[A-Za-z0-9._-]+)(?:@(?P<version>[^@/\s]+))?$"
+)
+_LOGIN_HINT = "log in with `vf login --url URL --token TOKEN` (or set VF_HUB_TOKEN)"
+
+
+def parse_spec(spec: str, *, need_version: bool = False) -> tuple[str, str, str | None]:
+    """``OWNER/NAME[@VERSION]`` -> ``(owner, name, version or None)``; the owner lower-cased."""
+    m = _SPEC_RE.match(spec.strip())
+    if not m:
+        raise HubClientError(
+            f"{spec!r} is not OWNER/NAME[@VERSION]",
+            hint="for example: vf env install alice/vf-math@0.1.0",
+        )
+    if need_version and not m["version"]:
+        raise HubClientError(f"{spec!r} needs a version", hint=f"for example: {spec}@1.0.0")
+    return m["owner"].lower(), m["name"], m["version"]
+
+
+def pick_release(project: s.ProjectOut, version: str | None) -> s.ReleaseOut:
+    """The release of ``project`` with ``version`` (PEP 440 equality), or its latest one."""
+    from packaging.version import InvalidVersion, Version
+
+    def same(a: str, b: str) -> bool:
+        try:
+            return Version(a) == Version(b)
+        except InvalidVersion:
+            return a == b
+
+    releases = project.releases or []
+    if version is None:
+        if project.latest_version is None:
+            raise HubClientError(
+                f"{project.owner}/{project.name} has no installable version (all are yanked)",
+                hint=f"pin one explicitly: vf env install {project.owner}/{project.name}@VERSION",
+            )
+        version = project.latest_version
+    for rel in releases:
+        if same(rel.version, version):
+            return rel
+    known = ", ".join(r.version for r in releases) or "none"
+    raise HubClientError(
+        f"{project.owner}/{project.name} has no version {version} (versions: {known})"
+    )
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What :meth:`HubClient.install` installed: the project, the release, and the missing
+    dependencies it installed from the default index."""
+
+    project: s.ProjectOut
+    release: s.ReleaseOut
+    dependencies: list[str] = field(default_factory=list)
+
+
+class HubClient:
+    """The hub's JSON API over HTTP (synchronous). ``url`` and ``token`` default to the
+    configured hub (:meth:`HubSettings.load`)."""
+
+    def __init__(
+        self, url: str | None = None, token: str | None = None, *, timeout: float = 120.0
+    ) -> None:
+        if url is None:
+            loaded = HubSettings.load()
+            self.settings = HubSettings(loaded.url, token or loaded.token)
+        else:
+            self.settings = HubSettings(url, token)
+        self.timeout = timeout
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    @property
+    def token(self) -> str | None:
+        return self.settings.token
+
+    # ------------------------------------------------------------------ plumbing
+
+    def require_token(self) -> str:
+        if not self.token:
+            raise HubClientError(
+                f"no hub token configured for {self.url}",
+                hint="log in with `vf login --url URL --token TOKEN` or set VF_HUB_TOKEN",
+            )
+        return self.token
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: bool = False,
+        headers: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> Any:
+        """``method path`` on the hub; the decoded JSON body (None when empty)."""
+        if auth:
+            self.require_token()
+        headers = {
+            **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
+            **(headers or {}),
+        }
+        try:
+            resp = httpx.request(
+                method, f"{self.url}{path}", headers=headers, timeout=self.timeout, **kw
+            )
+        except httpx.HTTPError as e:
+            raise HubClientError(
+                f"cannot reach the hub at {self.url} ({type(e).__name__}: {e})",
+                hint="start one with `vf hub serve`, or point at yours with `vf login --url URL` "
+                "or VF_HUB_URL",
+            ) from None
+        if resp.status_code >= 400:
+            raise self._error(resp)
+        return resp.json() if resp.content else None
+
+    @staticmethod
+    def _error(resp: httpx.Response) -> HubClientError:
+        try:
+            message = str(resp.json()["message"])
+        except Exception:
+            message = resp.text.strip()[:300] or resp.reason_phrase
+        return HubClientError(
+            f"hub: {message} (HTTP {resp.status_code})",
+            # the hub's own 401 message may already name `vf login`
+            hint=_LOGIN_HINT if resp.status_code == 401 and "vf login" not in message else None,
+            status_code=resp.status_code,
+        )
+
+    def _get(self, model: type[M], path: str, **kw: Any) -> M:
+        return model.model_validate(self.request("GET", path, **kw))
+
+    # ------------------------------------------------------------------ account and tokens
+
+    def whoami(self) -> s.WhoAmI:
+        return self._get(s.WhoAmI, "/api/v1/whoami", auth=True)
+
+    def login(self) -> tuple[s.WhoAmI, Path]:
+        """Check the token against the hub, then store URL and token as the default hub (what
+        ``vf login`` does). Returns who the token belongs to and the config file written."""
+        who = self.whoami()
+        return who, save_login(self.url, self.require_token())
+
+    def create_token(self, body: s.TokenCreate) -> s.TokenCreated:
+        data = self.request("POST", "/api/v1/tokens", auth=True, json=body.model_dump())
+        return s.TokenCreated.model_validate(data)
+
+    def list_tokens(self) -> list[s.TokenOut]:
+        data = self.request("GET", "/api/v1/tokens", auth=True)
+        return TypeAdapter(list[s.TokenOut]).validate_python(data)
+
+    def revoke_token(self, token_id: int) -> s.TokenOut:
+        data = self.request("DELETE", f"/api/v1/tokens/{token_id}", auth=True)
+        return s.TokenOut.model_validate(data)
+
+    # ------------------------------------------------------------------ environments
+
+    def push(
+        self, wheel: str | Path, *, owner: str | None = None, private: bool = False
+    ) -> s.UploadResult:
+        """Upload a built wheel (identical re-upload is a no-op: ``created`` is False)."""
+        wheel = Path(wheel)
+        self.require_token()
+        if wheel.suffix != ".whl" or not wheel.is_file():
+            raise HubClientError(f"no such wheel: {wheel}", hint="build one with `vf env build`")
+        fields = {":action": "file_upload", "protocol_version": "1"}
+        if owner:
+            fields["owner"] = owner
+        if private:
+            fields["private"] = "true"
+        with wheel.open("rb") as f:
+            data = self.request(
+                "POST",
+                "/api/v1/upload",
+                auth=True,
+                data=fields,
+                files={"content": (wheel.name, f, "application/octet-stream")},
+            )
+        return s.UploadResult.model_validate(data)
+
+    def project(self, owner: str, name: str) -> s.ProjectOut:
+        return self._get(s.ProjectOut, f"/api/v1/projects/{quote(owner)}/{quote(name)}")
+
+    def info(self, spec: str) -> s.ProjectOut:
+        """``OWNER/NAME``: the project with its releases, tags and entry points."""
+        owner, name, _ = parse_spec(spec)
+        return self.project(owner, name)
+
+    def list_projects(
+        self,
+        *,
+        query: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> s.ProjectList:
+        params: dict[str, str | int] = {"page": page, "per_page": per_page}
+        for k, v in (("q", query), ("owner", owner), ("tag", tag)):
+            if v:
+                params[k] = v
+        return self._get(s.ProjectList, "/api/v1/projects", params=params)
+
+    def set_yanked(
+        self, owner: str, name: str, version: str, yanked: bool, reason: str | None = None
+    ) -> s.ReleaseOut:
+        path = f"{self._version_path(owner, name, version)}/"
+        if yanked:
+            data = self.request("POST", path + "yank", auth=True, json={"reason": reason})
+        else:
+            data = self.request("POST", path + "unyank", auth=True)
+        return s.ReleaseOut.model_validate(data)
+
+    def delete_release(self, owner: str, name: str, version: str) -> list[str]:
+        """Delete a release (admins); its filenames stay burned. Returns the deleted files."""
+        data = self.request("DELETE", self._version_path(owner, name, version), auth=True)
+        return list(data.get("deleted", []))
+
+    def index_url(self, owner: str, name: str, *, with_token: bool = True) -> str:
+        """The project-scoped simple index (it can never shadow a dependency)."""
+        base = self.url
+        if with_token and self.token:
+            scheme, rest = base.split("://", 1)
+            base = f"{scheme}://__token__:{quote(self.token, safe='')}@{rest}"
+        return f"{base}/{owner}/{name}/simple/"
+
+    def install(
+        self, spec: str, *, no_deps: bool = False, warn: Callable[[str], None] | None = None
+    ) -> Installed:
+        """Install ``OWNER/NAME[@VERSION]`` into this interpreter, taking only the hub's bytes.
+
+        The environment and every dependency hosted on this hub are downloaded from the hub,
+        checked against its sha256 record and installed by a pip that no configuration can
+        redirect (:mod:`verifiers.hub.install`); the other missing dependencies come from the
+        default index unless ``no_deps``. ``warn`` receives the notes worth showing (a yanked
+        release, the dependencies being installed)."""
+        from verifiers.hub.install import (
+            InstallError,
+            install_from_default_index,
+            install_hub_files,
+            missing_requirements,
+            plan_install,
+        )
+
+        owner, name, version = parse_spec(spec)
+        project = self.project(owner, name)
+        release = pick_release(project, version)
+        where = f"{project.owner}/{project.name}"
+        if not any(f.filename.endswith(".whl") for f in release.files):
+            raise HubClientError(
+                f"{where} {release.version} has no wheel to install (only a source distribution)",
+                hint="ask its owner to push the wheel: vf env push",
+            )
+        if release.yanked and warn is not None:
+            reason = f": {release.yanked_reason}" if release.yanked_reason else ""
+            warn(f"warning: {where} {release.version} is yanked{reason}")
+        try:
+            plan = plan_install(self, project, release, with_deps=not no_deps)
+            install_hub_files(self, plan)
+            missing = missing_requirements(plan.others)
+            if missing:
+                if warn is not None:
+                    warn(f"installing dependencies from your default index: {', '.join(missing)}")
+                install_from_default_index(missing)
+        except InstallError as e:
+            raise HubClientError(e.message, hint=e.hint) from None
+        return Installed(project=project, release=release, dependencies=missing)
+
+    # ------------------------------------------------------------------ eval results
+
+    def _version_path(self, owner: str, name: str, version: str) -> str:
+        return f"/api/v1/projects/{quote(owner)}/{quote(name)}/versions/{quote(version)}"
+
+    def eval_results(self, spec: str) -> list[s.EvalResultOut]:
+        """The eval results recorded for ``OWNER/NAME@VERSION``."""
+        owner, name, version = parse_spec(spec, need_version=True)
+        assert version is not None
+        data = self.request("GET", self._version_path(owner, name, version) + "/evals")
+        return TypeAdapter(list[s.EvalResultOut]).validate_python(data)
+
+    def push_eval_result(self, spec: str, result: s.EvalResultIn) -> s.EvalResultOut:
+        """Record an eval result for ``OWNER/NAME@VERSION`` (pinned to its wheel's sha256)."""
+        owner, name, version = parse_spec(spec, need_version=True)
+        assert version is not None
+        path = self._version_path(owner, name, version) + "/evals"
+        data = self.request("POST", path, auth=True, json=result.model_dump(mode="json"))
+        return s.EvalResultOut.model_validate(data)
