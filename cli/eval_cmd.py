@@ -8,6 +8,7 @@ Classic flags keep their meaning: ``-m MODEL -b BASE_URL -k KEY_VAR -n N -r R -c
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -245,6 +246,22 @@ def eval_command(
         False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Run the rollout groups on a Ray cluster: 'local' (a throwaway one on this "
+        "machine), 'auto' or HOST:PORT (needs the ray extra).",
+    ),
+    ray_workers: int | None = typer.Option(
+        None, "--ray-workers", min=1, help="Ray rollout workers (default: the cluster's CPUs)."
+    ),
+    ray_sandbox: float = typer.Option(
+        0.0,
+        "--ray-sandbox",
+        min=0.0,
+        help="Units of the custom 'sandbox' resource each Ray worker needs (0: none).",
+    ),
 ) -> None:
     import asyncio
     import logging
@@ -265,6 +282,8 @@ def eval_command(
 
     _check_counts(num_examples, rollouts_per_example, max_concurrent)
 
+    factory_env: dict[str, str] = {}  # the API key variable, for the Ray workers
+
     def execute() -> vf.EvalResult:
         env = _load(env_id, env_kwargs, install)
         # only what the user gave: the library applies the defaults (the environment's
@@ -278,6 +297,7 @@ def eval_command(
         retry = vf.RetryPolicy(max_retries=max_retries)
         client: Any
         endpoint: str | None
+        factory: Any = None  # what a Ray worker calls to build its own client
         if model == "oracle":
             client, endpoint, model_name = vf.OracleClient(), None, "oracle"
         else:
@@ -288,8 +308,20 @@ def eval_command(
                 probe_endpoint(url, ep.api_key())
             client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
             endpoint, model_name = ",".join(ep.base_urls), ep.model
+            factory = functools.partial(
+                ep.pool, timeout=timeout, retry=retry, client_type=api_client_type
+            )
+            if ep.api_key_var and os.environ.get(ep.api_key_var) is not None:
+                factory_env[ep.api_key_var] = os.environ[ep.api_key_var]
 
         progress = None if as_json else Progress(env_id, model_name)
+        executor = (
+            _ray_executor(
+                env_id, env_kwargs, ray_address, ray_workers, ray_sandbox, factory, factory_env
+            )
+            if ray_address
+            else None
+        )
 
         def started(path: Path | None) -> None:
             run_dir[0] = path
@@ -308,6 +340,7 @@ def eval_command(
                     on_progress=progress.update if progress else None,
                     endpoint=endpoint,
                     on_start=started,
+                    executor=executor,
                     **given,
                 )
             finally:
@@ -345,6 +378,33 @@ def eval_command(
     failed = error_verdict(result.metadata["summary"], max_error_rate)
     if failed:
         raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
+
+
+def _ray_executor(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    address: str,
+    workers: int | None,
+    sandbox: float,
+    factory: Any,
+    env_vars: dict[str, str] | None = None,
+) -> Any:
+    """The executor that runs the groups on the Ray cluster at ``address``."""
+    try:
+        from verifiers.distributed import EnvSpec, RayConfig, RayExecutor, oracle_client
+        from verifiers.distributed.pool import ray_available
+    except ImportError as e:  # pragma: no cover - the package is part of verifiers
+        raise CLIError(f"verifiers.distributed is unavailable: {e}") from None
+    if not ray_available():
+        raise CLIError(
+            "--ray needs Ray, which is not installed",
+            hint="pip install 'verifiers[ray]'",
+            exit_code=2,
+        )
+    config = RayConfig(
+        address=address, num_workers=workers, sandbox=sandbox, env_vars=dict(env_vars or {})
+    )
+    return RayExecutor(EnvSpec.of(env_id, env_kwargs), config, factory or oracle_client)
 
 
 def _interrupted(run_dir: Path | None) -> CLIError:
