@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 import socket
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import pytest
 
 RAY_ENV = Path(__file__).resolve().parent / "ray_env"
 NODES = ("node_a", "node_b", "node_c")
-START_TIMEOUT_S = 240.0
+START_TIMEOUT_S = 120.0
 
 
 def _free_port() -> int:
@@ -62,14 +64,13 @@ class Cluster:
             args += [
                 "--head",
                 f"--port={self.address.rsplit(':', 1)[1]}",
-                "--node-ip-address=127.0.0.1",
                 "--include-dashboard=false",
                 f"--temp-dir={self.temp_dir}",
             ]
         else:
-            args += [f"--address={self.address}", "--node-ip-address=127.0.0.1"]
+            args += [f"--address={self.address}"]
         log = (self.temp_dir / f"{name}.log").open("wb")
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}  # the token: see ray_cluster
         self.nodes[name] = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
@@ -111,35 +112,52 @@ def _wait_for(cluster: Cluster, count: int) -> None:
 
 
 def _connect(cluster: Cluster) -> None:
+    """Once the head says it started: its address (the IP it chose) and this driver on it."""
     import ray
 
+    log = cluster.temp_dir / "node_a.log"
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
-        try:
-            ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
-            return
-        except (ConnectionError, RuntimeError):
-            if time.monotonic() > deadline or cluster.nodes["node_a"].poll() is not None:
-                raise RuntimeError(f"the Ray head did not start\n{cluster.log_tail()}") from None
-            time.sleep(0.5)  # polling for the head's port, bounded by the deadline
+        found = re.search(r"ray start --address='([^']+)'", _plain(log.read_text(errors="replace")))
+        if found:
+            cluster.address = found.group(1)
+            break
+        if time.monotonic() > deadline or cluster.nodes["node_a"].poll() is not None:
+            raise RuntimeError(f"the Ray head did not start\n{cluster.log_tail()}")
+        time.sleep(0.5)  # polling the head's log for its address, bounded by the deadline
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Cluster]:
     """Three Ray nodes on this machine and this process connected to them as the driver."""
-    import ray
-
     temp_dir = Path(tempfile.mkdtemp(prefix="vfray-", dir="/tmp"))
     cluster = Cluster(address=f"127.0.0.1:{_free_port()}", temp_dir=temp_dir)
+    # Ray's token authentication with this cluster's own token, for every node, this driver
+    # and the vf-eval drivers the tests start (not whatever ~/.ray/auth_token holds)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    # (set before this process imports Ray, which reads them once)
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+    import ray
+
     try:
         cluster.start_node("node_a", head=True)
         _connect(cluster)
-        for name in NODES[1:]:
-            cluster.start_node(name)
-        _wait_for(cluster, len(NODES))
+        for count, name in enumerate(NODES[1:], start=2):
+            cluster.start_node(name)  # one at a time, as Ray's own multi-node tests do
+            _wait_for(cluster, count)
         yield cluster
     finally:
         if ray.is_initialized():
             ray.shutdown()
         for name in reversed(list(cluster.nodes)):
             cluster.stop_node(name)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
