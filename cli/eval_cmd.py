@@ -8,10 +8,10 @@ Classic flags keep their meaning: ``-m MODEL -b BASE_URL -k KEY_VAR -n N -r R -c
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,256 +155,339 @@ def _check_counts(num_examples: int | None, rollouts: int | None, concurrent: in
         raise CLIError(f"-c/--max-concurrent must be at least 1, got {concurrent}", exit_code=2)
 
 
+_ENV_ID = typer.Argument(
+    ..., metavar="ENV_ID", help="Environment id: NAME, OWNER/NAME or OWNER/NAME@VERSION."
+)
+
+_MODEL = typer.Option(
+    "gpt-4.1-mini", "--model", "-m", help="Model name, endpoint alias, or 'oracle'."
+)
+
+_API_BASE_URL = typer.Option(
+    None,
+    "--api-base-url",
+    "-b",
+    help="OpenAI-compatible base URL (default $VF_BASE_URL or OpenAI).",
+)
+
+_API_KEY_VAR = typer.Option(
+    None, "--api-key-var", "-k", help="Environment variable holding the API key."
+)
+
+_ENDPOINTS_PATH = typer.Option(
+    None, "--endpoints-path", "-e", help="endpoints.toml registry of model aliases."
+)
+
+_NUM_EXAMPLES = typer.Option(
+    None,
+    "--num-examples",
+    "-n",
+    help="Examples to evaluate (-1: all; default from the env or 5).",
+)
+
+_ROLLOUTS_PER_EXAMPLE = typer.Option(
+    None,
+    "--rollouts-per-example",
+    "-r",
+    help="Rollouts per example (default from the env or 3).",
+)
+
+_MAX_CONCURRENT = typer.Option(
+    None, "--max-concurrent", "-c", help="Rollouts in flight at once (default 32)."
+)
+
+_MAX_TOKENS = typer.Option(None, "--max-tokens", "-t", help="Max tokens per model call.")
+
+_TEMPERATURE = typer.Option(None, "--temperature", "-T", help="Sampling temperature.")
+
+_SAMPLING_ARGS = typer.Option(
+    None, "--sampling-args", "-S", help="Sampling arguments as a JSON object."
+)
+
+_ENV_ARGS = typer.Option(
+    None, "--env-args", "-a", help="Arguments for load_environment as a JSON object."
+)
+
+_OUTPUT_DIR = typer.Option(
+    None, "--output-dir", "-o", help="Run directory (implies --save-results)."
+)
+
+_SAVE_RESULTS = typer.Option(
+    False, "--save-results", "-s", help="Write results.jsonl and metadata.json."
+)
+
+_RESUME = typer.Option(
+    False,
+    "--resume",
+    "-R",
+    help="Continue the matching earlier run: only missing or errored rollouts run.",
+)
+
+_STATE_COLUMNS = typer.Option(
+    [], "--state-columns", "-C", help="Extra state keys to save (repeatable)."
+)
+
+_MAX_RETRIES = typer.Option(5, "--max-retries", help="Retries per request for transient errors.")
+
+_TIMEOUT = typer.Option(600.0, "--timeout", help="Seconds per request before it counts as failed.")
+
+_API_CLIENT_TYPE = typer.Option(
+    "native", "--api-client-type", help="'native' (fast aiohttp) or 'openai' (official SDK)."
+)
+
+_MAX_ERROR_RATE = typer.Option(
+    None,
+    "--max-error-rate",
+    min=0.0,
+    max=1.0,
+    help="Exit 1 when more than this fraction of rollouts errored (default: only when all did).",
+)
+
+_INSTALL = typer.Option(
+    False,
+    "--install",
+    help="Install OWNER/NAME from the configured hub when it is not installed (no prompt).",
+)
+
+_SAMPLES = typer.Option(
+    3, "--samples", min=0, help="Sample rollouts to print after the summary (0: none)."
+)
+
+_VERBOSE = typer.Option(False, "--verbose", "-v", help="Debug logging.")
+
+_AS_JSON = typer.Option(
+    False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
+)
+
+_DEBUG = typer.Option(False, "--debug", help="Show tracebacks on errors.")
+
+_RAY = typer.Option(
+    None,
+    "--ray",
+    metavar="ADDRESS",
+    help="Run the rollout groups on a Ray cluster: 'local' (a throwaway one on this "
+    "machine), 'auto' or HOST:PORT (needs the ray extra).",
+)
+
+_RAY_WORKERS = typer.Option(
+    None, "--ray-workers", min=1, help="Ray rollout workers (default: the cluster's CPUs)."
+)
+
+_RAY_SANDBOX = typer.Option(
+    0.0,
+    "--ray-sandbox",
+    min=0.0,
+    help="Units of the custom 'sandbox' resource each Ray worker needs (0: none).",
+)
+
+
+@dataclass
+class EvalOptions:
+    """What ``vf-eval`` was asked to do: its flags, one field each."""
+
+    env_id: str
+    model: str
+    api_base_url: str | None
+    api_key_var: str | None
+    endpoints_path: str | None
+    num_examples: int | None
+    rollouts_per_example: int | None
+    max_concurrent: int | None
+    max_tokens: int | None
+    temperature: float | None
+    sampling_args: str | None
+    env_args: str | None
+    output_dir: str | None
+    save_results: bool
+    resume: bool
+    state_columns: list[str]
+    max_retries: int
+    timeout: float
+    api_client_type: str
+    max_error_rate: float | None
+    install: bool
+    samples: int
+    verbose: bool
+    as_json: bool
+    debug: bool
+    ray_address: str | None = None
+    ray_workers: int | None = None
+    ray_sandbox: float = 0.0
+
+
 @handle_errors
 def eval_command(
-    env_id: str = typer.Argument(
-        ..., metavar="ENV_ID", help="Environment id: NAME, OWNER/NAME or OWNER/NAME@VERSION."
-    ),
-    model: str = typer.Option(
-        "gpt-4.1-mini", "--model", "-m", help="Model name, endpoint alias, or 'oracle'."
-    ),
-    api_base_url: str | None = typer.Option(
-        None,
-        "--api-base-url",
-        "-b",
-        help="OpenAI-compatible base URL (default $VF_BASE_URL or OpenAI).",
-    ),
-    api_key_var: str | None = typer.Option(
-        None, "--api-key-var", "-k", help="Environment variable holding the API key."
-    ),
-    endpoints_path: str | None = typer.Option(
-        None, "--endpoints-path", "-e", help="endpoints.toml registry of model aliases."
-    ),
-    num_examples: int | None = typer.Option(
-        None,
-        "--num-examples",
-        "-n",
-        help="Examples to evaluate (-1: all; default from the env or 5).",
-    ),
-    rollouts_per_example: int | None = typer.Option(
-        None,
-        "--rollouts-per-example",
-        "-r",
-        help="Rollouts per example (default from the env or 3).",
-    ),
-    max_concurrent: int | None = typer.Option(
-        None, "--max-concurrent", "-c", help="Rollouts in flight at once (default 32)."
-    ),
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", "-t", help="Max tokens per model call."
-    ),
-    temperature: float | None = typer.Option(
-        None, "--temperature", "-T", help="Sampling temperature."
-    ),
-    sampling_args: str | None = typer.Option(
-        None, "--sampling-args", "-S", help="Sampling arguments as a JSON object."
-    ),
-    env_args: str | None = typer.Option(
-        None, "--env-args", "-a", help="Arguments for load_environment as a JSON object."
-    ),
-    output_dir: str | None = typer.Option(
-        None, "--output-dir", "-o", help="Run directory (implies --save-results)."
-    ),
-    save_results: bool = typer.Option(
-        False, "--save-results", "-s", help="Write results.jsonl and metadata.json."
-    ),
-    resume: bool = typer.Option(
-        False,
-        "--resume",
-        "-R",
-        help="Continue the matching earlier run: only missing or errored rollouts run.",
-    ),
-    state_columns: list[str] = typer.Option(
-        [], "--state-columns", "-C", help="Extra state keys to save (repeatable)."
-    ),
-    max_retries: int = typer.Option(
-        5, "--max-retries", help="Retries per request for transient errors."
-    ),
-    timeout: float = typer.Option(
-        600.0, "--timeout", help="Seconds per request before it counts as failed."
-    ),
-    api_client_type: str = typer.Option(
-        "native", "--api-client-type", help="'native' (fast aiohttp) or 'openai' (official SDK)."
-    ),
-    max_error_rate: float | None = typer.Option(
-        None,
-        "--max-error-rate",
-        min=0.0,
-        max=1.0,
-        help="Exit 1 when more than this fraction of rollouts errored (default: only when all did).",
-    ),
-    install: bool = typer.Option(
-        False,
-        "--install",
-        help="Install OWNER/NAME from the configured hub when it is not installed (no prompt).",
-    ),
-    samples: int = typer.Option(
-        3, "--samples", min=0, help="Sample rollouts to print after the summary (0: none)."
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print the run's metadata as JSON (nothing else on stdout)."
-    ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray",
-        metavar="ADDRESS",
-        help="Run the rollout groups on a Ray cluster: 'local' (a throwaway one on this "
-        "machine), 'auto' or HOST:PORT (needs the ray extra).",
-    ),
-    ray_workers: int | None = typer.Option(
-        None, "--ray-workers", min=1, help="Ray rollout workers (default: the cluster's CPUs)."
-    ),
-    ray_sandbox: float = typer.Option(
-        0.0,
-        "--ray-sandbox",
-        min=0.0,
-        help="Units of the custom 'sandbox' resource each Ray worker needs (0: none).",
-    ),
+    env_id: str = _ENV_ID,
+    model: str = _MODEL,
+    api_base_url: str | None = _API_BASE_URL,
+    api_key_var: str | None = _API_KEY_VAR,
+    endpoints_path: str | None = _ENDPOINTS_PATH,
+    num_examples: int | None = _NUM_EXAMPLES,
+    rollouts_per_example: int | None = _ROLLOUTS_PER_EXAMPLE,
+    max_concurrent: int | None = _MAX_CONCURRENT,
+    max_tokens: int | None = _MAX_TOKENS,
+    temperature: float | None = _TEMPERATURE,
+    sampling_args: str | None = _SAMPLING_ARGS,
+    env_args: str | None = _ENV_ARGS,
+    output_dir: str | None = _OUTPUT_DIR,
+    save_results: bool = _SAVE_RESULTS,
+    resume: bool = _RESUME,
+    state_columns: list[str] = _STATE_COLUMNS,
+    max_retries: int = _MAX_RETRIES,
+    timeout: float = _TIMEOUT,
+    api_client_type: str = _API_CLIENT_TYPE,
+    max_error_rate: float | None = _MAX_ERROR_RATE,
+    install: bool = _INSTALL,
+    samples: int = _SAMPLES,
+    verbose: bool = _VERBOSE,
+    as_json: bool = _AS_JSON,
+    debug: bool = _DEBUG,
+    ray_address: str | None = _RAY,
+    ray_workers: int | None = _RAY_WORKERS,
+    ray_sandbox: float = _RAY_SANDBOX,
 ) -> None:
+    opts = EvalOptions(**locals())  # every parameter, by name: nothing else is defined yet
+    run_dir: list[Path | None] = [None]
+    if not opts.as_json:
+        result = _execute(opts, run_dir)
+        print_summary(result)
+        if opts.samples:
+            print_samples(result, opts.samples)
+    else:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
+            result = _execute(opts, run_dir)
+        out = dict(result.metadata)
+        out["path"] = str(result.path) if result.path else None
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
+    failed = error_verdict(result.metadata["summary"], opts.max_error_rate)
+    if failed:
+        raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
+
+
+def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
+    """Load, resolve the endpoint, run with a progress display; ``run_dir[0]`` gets the run
+    directory as soon as the run has one (for the Ctrl-C message)."""
     import asyncio
     import logging
 
     import verifiers as vf
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr)
-    env_kwargs = _json_arg(env_args, "--env-args")
-    sampling = _json_arg(sampling_args, "--sampling-args")
-    if max_tokens is not None:
-        sampling["max_tokens"] = max_tokens
-    if temperature is not None:
-        sampling["temperature"] = temperature
-    if api_client_type not in ("native", "openai"):
+    logging.basicConfig(level=logging.DEBUG if o.verbose else logging.WARNING, stream=sys.stderr)
+    env_kwargs = _json_arg(o.env_args, "--env-args")
+    sampling = _json_arg(o.sampling_args, "--sampling-args")
+    if o.max_tokens is not None:
+        sampling["max_tokens"] = o.max_tokens
+    if o.temperature is not None:
+        sampling["temperature"] = o.temperature
+    if o.api_client_type not in ("native", "openai"):
         raise CLIError(
-            f"--api-client-type must be 'native' or 'openai', not {api_client_type!r}", exit_code=2
+            f"--api-client-type must be 'native' or 'openai', not {o.api_client_type!r}",
+            exit_code=2,
         )
+    _check_counts(o.num_examples, o.rollouts_per_example, o.max_concurrent)
+    env = _load(o.env_id, env_kwargs, o.install)
+    # only what the user gave: the library applies the defaults (the environment's
+    # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
+    given: dict[str, Any] = {
+        "num_examples": o.num_examples,
+        "rollouts_per_example": o.rollouts_per_example,
+    }
+    if o.max_concurrent is not None:
+        given["max_concurrent"] = o.max_concurrent
+    client, endpoint, model_name = _client(o)
+    executor = _ray_executor(o, env_kwargs) if o.ray_address else None
+    progress = None if o.as_json else Progress(o.env_id, model_name)
 
-    _check_counts(num_examples, rollouts_per_example, max_concurrent)
+    def started(path: Path | None) -> None:
+        run_dir[0] = path
 
-    factory_env: dict[str, str] = {}  # the API key variable, for the Ray workers
-
-    def execute() -> vf.EvalResult:
-        env = _load(env_id, env_kwargs, install)
-        # only what the user gave: the library applies the defaults (the environment's
-        # [tool.verifiers.eval], else its own), exactly as for vf.evaluate()
-        given: dict[str, Any] = {
-            "num_examples": num_examples,
-            "rollouts_per_example": rollouts_per_example,
-        }
-        if max_concurrent is not None:
-            given["max_concurrent"] = max_concurrent
-        retry = vf.RetryPolicy(max_retries=max_retries)
-        client: Any
-        endpoint: str | None
-        factory: Any = None  # what a Ray worker calls to build its own client
-        if model == "oracle":
-            client, endpoint, model_name = vf.OracleClient(), None, "oracle"
-        else:
-            ep = _resolve_endpoint(model, api_base_url, api_key_var, endpoints_path)
-            from verifiers.clients.probe import probe_endpoint
-
-            for url in ep.base_urls:  # a wrong URL fails now, not after a run of retries
-                probe_endpoint(url, ep.api_key())
-            client = ep.pool(timeout=timeout, retry=retry, client_type=api_client_type)
-            endpoint, model_name = ",".join(ep.base_urls), ep.model
-            factory = functools.partial(
-                ep.pool, timeout=timeout, retry=retry, client_type=api_client_type
-            )
-            if ep.api_key_var and os.environ.get(ep.api_key_var) is not None:
-                factory_env[ep.api_key_var] = os.environ[ep.api_key_var]
-
-        progress = None if as_json else Progress(env_id, model_name)
-        executor = (
-            _ray_executor(
-                env_id, env_kwargs, ray_address, ray_workers, ray_sandbox, factory, factory_env
-            )
-            if ray_address
-            else None
-        )
-
-        def started(path: Path | None) -> None:
-            run_dir[0] = path
-
-        async def run() -> vf.EvalResult:
-            try:
-                return await vf.evaluate_async(
-                    env,
-                    client,
-                    model_name,
-                    sampling_args=sampling,
-                    save_results=save_results or resume or output_dir is not None,
-                    output_dir=output_dir,
-                    resume=resume,
-                    state_columns=state_columns,
-                    on_progress=progress.update if progress else None,
-                    endpoint=endpoint,
-                    on_start=started,
-                    executor=executor,
-                    **given,
-                )
-            finally:
-                await client.close()
-                await env.close()
-
-        if progress:
-            progress.start(n_total=None)
+    async def run() -> vf.EvalResult:
         try:
-            result = asyncio.run(run())
-        except KeyboardInterrupt:
-            if progress:
-                progress.stop(clear_if_idle=True)
-            raise _interrupted(run_dir[0]) from None
-        except BaseException:
-            if progress:
-                progress.stop(clear_if_idle=True)  # a config error stays a one-line message
-            raise
-        if progress:
-            progress.stop()
-        return result
+            return await vf.evaluate_async(
+                env,
+                client,
+                model_name,
+                sampling_args=sampling,
+                save_results=o.save_results or o.resume or o.output_dir is not None,
+                output_dir=o.output_dir,
+                resume=o.resume,
+                state_columns=o.state_columns,
+                on_progress=progress.update if progress else None,
+                endpoint=endpoint,
+                on_start=started,
+                executor=executor,
+                **given,
+            )
+        finally:
+            await client.close()
+            await env.close()
 
-    run_dir: list[Path | None] = [None]
-    if not as_json:
-        result = execute()
-        print_summary(result)
-        if samples:
-            print_samples(result, samples)
-    else:
-        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-            result = execute()
-        out = dict(result.metadata)
-        out["path"] = str(result.path) if result.path else None
-        sys.stdout.write(json.dumps(out, default=str) + "\n")
-    failed = error_verdict(result.metadata["summary"], max_error_rate)
-    if failed:
-        raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")
-
-
-def _ray_executor(
-    env_id: str,
-    env_kwargs: dict[str, Any],
-    address: str,
-    workers: int | None,
-    sandbox: float,
-    factory: Any,
-    env_vars: dict[str, str] | None = None,
-) -> Any:
-    """The executor that runs the groups on the Ray cluster at ``address``."""
+    if progress:
+        progress.start(n_total=None)
     try:
-        from verifiers.distributed import EnvSpec, RayConfig, RayExecutor, oracle_client
-        from verifiers.distributed.pool import ray_available
-    except ImportError as e:  # pragma: no cover - the package is part of verifiers
-        raise CLIError(f"verifiers.distributed is unavailable: {e}") from None
+        result = asyncio.run(run())
+    except KeyboardInterrupt:
+        if progress:
+            progress.stop(clear_if_idle=True)
+        raise _interrupted(run_dir[0]) from None
+    except BaseException:
+        if progress:
+            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
+        raise
+    if progress:
+        progress.stop()
+    return result
+
+
+def _client(o: EvalOptions) -> tuple[Any, str | None, str]:
+    """(client, endpoint URLs for the metadata, model name) for ``-m``."""
+    import verifiers as vf
+
+    if o.model == "oracle":
+        return vf.OracleClient(), None, "oracle"
+    ep = _resolve_endpoint(o.model, o.api_base_url, o.api_key_var, o.endpoints_path)
+    from verifiers.clients.probe import probe_endpoint
+
+    for url in ep.base_urls:  # a wrong URL fails now, not after a run of retries
+        probe_endpoint(url, ep.api_key())
+    retry = vf.RetryPolicy(max_retries=o.max_retries)
+    client = ep.pool(timeout=o.timeout, retry=retry, client_type=o.api_client_type)
+    return client, ",".join(ep.base_urls), ep.model
+
+
+def _ray_executor(o: EvalOptions, env_kwargs: dict[str, Any]) -> Any:
+    """The executor that runs the groups on the Ray cluster at ``--ray``: each worker builds
+    its own client (the oracle, or the endpoint's pool; the API key variable goes with it)."""
+    import functools
+
+    import verifiers as vf
+    from verifiers.distributed import EnvSpec, RayConfig, RayExecutor, oracle_client
+    from verifiers.distributed.pool import ray_available
+
     if not ray_available():
         raise CLIError(
             "--ray needs Ray, which is not installed",
             hint="pip install 'verifiers[ray]'",
             exit_code=2,
         )
+    factory: Any = oracle_client
+    env_vars: dict[str, str] = {}
+    if o.model != "oracle":
+        ep = _resolve_endpoint(o.model, o.api_base_url, o.api_key_var, o.endpoints_path)
+        retry = vf.RetryPolicy(max_retries=o.max_retries)
+        factory = functools.partial(
+            ep.pool, timeout=o.timeout, retry=retry, client_type=o.api_client_type
+        )
+        if ep.api_key_var and os.environ.get(ep.api_key_var) is not None:
+            env_vars[ep.api_key_var] = os.environ[ep.api_key_var]
+    assert o.ray_address is not None
     config = RayConfig(
-        address=address, num_workers=workers, sandbox=sandbox, env_vars=dict(env_vars or {})
+        address=o.ray_address,
+        num_workers=o.ray_workers,
+        sandbox=o.ray_sandbox,
+        env_vars=env_vars,
     )
-    return RayExecutor(EnvSpec.of(env_id, env_kwargs), config, factory or oracle_client)
+    return RayExecutor(EnvSpec.of(o.env_id, env_kwargs), config, factory)
 
 
 def _interrupted(run_dir: Path | None) -> CLIError:

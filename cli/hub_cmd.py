@@ -227,6 +227,77 @@ def user_create(
     typer.echo(token)
 
 
+@user_app.command("list")
+@handle_errors
+def user_list(data_dir: Path = _DATA_DIR, database_url: str = _DB_URL) -> None:
+    """List the hub's users: admin flag, live tokens, projects."""
+    from cli._common import format_table
+    from hub_server.app import open_service
+    from hub_server.services.user_admin import list_users
+
+    settings = _settings(data_dir, database_url)
+    _require_hub(settings, init=False)
+    _used(settings)
+    with _storage_errors(settings):
+        service = open_service(settings)
+    try:
+        users = list_users(service)
+    finally:
+        service.engine.dispose()
+    rows = [
+        [
+            u.name,
+            "yes" if u.admin else "no",
+            f"{u.created_at:%Y-%m-%d}",
+            str(u.active_tokens),
+            str(u.projects),
+        ]
+        for u in users
+    ]
+    for line in format_table(["USER", "ADMIN", "CREATED", "TOKENS", "PROJECTS"], rows):
+        typer.echo(line)
+    typer.echo(f"({plural(len(users), 'user')})")
+
+
+@user_app.command("delete")
+@handle_errors
+def user_delete(
+    name: str = typer.Argument(..., help="The user to remove"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation"),
+    data_dir: Path = _DATA_DIR,
+    database_url: str = _DB_URL,
+) -> None:
+    """Delete a user who never published; disable (revoke every token) one who did."""
+    import sys
+
+    from hub_server.app import open_service
+    from hub_server.errors import HubError
+    from hub_server.services.user_admin import delete_user
+
+    settings = _settings(data_dir, database_url)
+    _require_hub(settings, init=False)
+    _used(settings)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(f"removing user {name} needs confirmation", "pass --yes")
+        typer.confirm(f"remove user {name} and revoke all their tokens?", abort=True)
+    with _storage_errors(settings):
+        service = open_service(settings)
+    try:
+        outcome = delete_user(service, name)
+    except HubError as e:
+        raise CLIError(e.message) from None
+    finally:
+        service.engine.dispose()
+    if outcome == "deleted":
+        typer.echo(f"deleted user {name}")
+    else:
+        typer.echo(
+            f"disabled user {name}: every token revoked; their published files stay "
+            "(remove versions with `vf env delete`)"
+        )
+
+
 @app.command("gc")
 @handle_errors
 def gc(

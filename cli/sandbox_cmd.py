@@ -33,7 +33,18 @@ def exec_command(
     ),
     timeout: float = typer.Option(60.0, "--timeout", "-t", help="Wall-clock limit in seconds."),
     memory_mb: int | None = typer.Option(1024, "--memory-mb", "-m", help="Memory limit (MiB)."),
-    network: bool = typer.Option(False, "--network", help="Give the command network access."),
+    network: bool = typer.Option(
+        False,
+        "--network",
+        help="Give the command network access: its own network namespace behind slirp4netns "
+        "(the outside is reachable, this host's loopback services are not).",
+    ),
+    host_network: bool = typer.Option(
+        False,
+        "--host-network",
+        help="With --network: share this host's network instead, loopback services included "
+        "(bwrap backend; only for trusted code).",
+    ),
     max_output: int = typer.Option(
         1 << 20, "--max-output", help="Bytes of stdout (and of stderr) kept; the rest is cut."
     ),
@@ -58,7 +69,11 @@ def exec_command(
     if memory_mb is not None and memory_mb <= 0:
         raise CLIError(f"--memory-mb must be positive, got {memory_mb}")
     limits = SandboxLimits(memory_mb=memory_mb, timeout=timeout, max_output_bytes=max_output)
-    options = {"url": url} if url else {}
+    options: dict[str, object] = {"url": url} if url else {}
+    if host_network:
+        if not network or url or backend not in (None, "bwrap"):
+            raise CLIError("--host-network goes with --network, on the bwrap backend")
+        options["host_network"] = True
     if url and backend not in (None, "remote"):
         raise CLIError("--url is only for the remote backend")
     data = sys.stdin.buffer.read() if stdin else None
@@ -101,8 +116,34 @@ def serve_command(
     allow_network: bool = typer.Option(
         False, "--allow-network", help="Let clients ask for sandboxes with network access."
     ),
+    max_limit: list[str] = typer.Option(
+        [],
+        "--max-limit",
+        help="The most a client may ask for, KEY=VALUE (repeat), e.g. memory_mb=4096, "
+        "timeout=600, max_output_bytes=1048576. Defaults: verifiers.sandbox.server."
+        "DEFAULT_MAX_LIMITS.",
+    ),
 ) -> None:
-    from verifiers.sandbox.server import serve
+    from verifiers.errors import ConfigError
+    from verifiers.sandbox.server import DEFAULT_MAX_LIMITS, serve
+
+    changes: dict[str, float | int] = {}
+    for item in max_limit:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            number = float(value)
+            changes[key] = int(number) if number.is_integer() and key != "timeout" else number
+        except ValueError:
+            raise CLIError(
+                f"--max-limit {item!r} is not KEY=NUMBER", "e.g. --max-limit memory_mb=4096"
+            ) from None
+    try:
+        max_limits = DEFAULT_MAX_LIMITS.replace(**changes)
+    except (ConfigError, TypeError) as e:
+        keys = ", ".join(DEFAULT_MAX_LIMITS.to_dict())
+        raise CLIError(f"--max-limit: {e}", f"keys: {keys}") from None
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         raise CLIError(
@@ -118,4 +159,5 @@ def serve_command(
         max_exec=max_exec,
         idle_timeout=idle_timeout,
         allow_network=allow_network,
+        max_limits=max_limits,
     )

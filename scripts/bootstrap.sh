@@ -10,6 +10,7 @@ want_pkgs=()
 command -v bwrap >/dev/null 2>&1 || want_pkgs+=(bubblewrap)
 [ -x /usr/bin/python3 ] || want_pkgs+=(python3)          # the interpreter sandboxes run
 command -v setpriv >/dev/null 2>&1 || want_pkgs+=(util-linux)
+command -v slirp4netns >/dev/null 2>&1 || want_pkgs+=(slirp4netns)  # networked sandboxes
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then want_pkgs+=(postgresql); fi
 if [ ${#want_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

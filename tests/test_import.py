@@ -34,6 +34,10 @@ PINNED_ALL = sorted(
     extract_hash_answer group_reward list_environments load_endpoints load_environment
     load_example_dataset print_prompt_completions_sample setup_logging stop
     teardown
+    GymEnv MCPEnv ReasoningGymEnv TextArenaEnv BrowserEnv CliAgentEnv HarborEnv OpenEnvEnv
+    OpenAIChatCompletionsClient OpenAICompletionsClient OpenAIResponsesClient
+    AnthropicMessagesClient RendererClient reward metric setup update advantage log_level
+    quiet_verifiers ensure_keys MissingKeyError DatasetBuilder Endpoints TaskSplit
     """.split()
 )
 

@@ -24,11 +24,24 @@ _EXPORTS: dict[str, str] = {
     "SandboxEnv": "verifiers.envs.sandbox_env",
     "PythonEnv": "verifiers.envs.python_env",
     "CodeTestEnv": "verifiers.envs.code_test_env",
+    "GymEnv": "verifiers.envs.gym_env",
+    "MCPEnv": "verifiers.envs.mcp_env",
+    "ReasoningGymEnv": "verifiers.envs.reasoning_gym_env",
+    "TextArenaEnv": "verifiers.envs.vendor_envs",
+    "BrowserEnv": "verifiers.envs.vendor_envs",
+    "CliAgentEnv": "verifiers.envs.vendor_envs",
+    "HarborEnv": "verifiers.envs.vendor_envs",
+    "OpenEnvEnv": "verifiers.envs.vendor_envs",
     # decorators
     "stop": "verifiers.decorators",
     "cleanup": "verifiers.decorators",
     "teardown": "verifiers.decorators",
     "group_reward": "verifiers.decorators",
+    "reward": "verifiers.decorators",
+    "metric": "verifiers.decorators",
+    "setup": "verifiers.decorators",
+    "update": "verifiers.decorators",
+    "advantage": "verifiers.decorators",
     # rubrics
     "Rubric": "verifiers.rubrics.rubric",
     "RubricGroup": "verifiers.rubrics.rubric_group",
@@ -51,6 +64,11 @@ _EXPORTS: dict[str, str] = {
     "EndpointConfig": "verifiers.clients.endpoints",
     "load_endpoints": "verifiers.clients.endpoints",
     "as_client": "verifiers.clients.base",
+    "OpenAIChatCompletionsClient": "verifiers.clients.classic_clients",
+    "OpenAICompletionsClient": "verifiers.clients.classic_clients",
+    "OpenAIResponsesClient": "verifiers.clients.classic_clients",
+    "AnthropicMessagesClient": "verifiers.clients.classic_clients",
+    "RendererClient": "verifiers.clients.classic_clients",
     # evaluation and loading
     "evaluate": "verifiers.evaluation",
     "evaluate_async": "verifiers.evaluation",
@@ -60,6 +78,10 @@ _EXPORTS: dict[str, str] = {
     "load_example_dataset": "verifiers.utils.data_utils",
     "setup_logging": "verifiers.utils.logging_utils",
     "print_prompt_completions_sample": "verifiers.utils.logging_utils",
+    "log_level": "verifiers.utils.logging_utils",
+    "quiet_verifiers": "verifiers.utils.logging_utils",
+    "ensure_keys": "verifiers.utils.config_utils",
+    "MissingKeyError": "verifiers.utils.config_utils",
     # sandboxes
     "Sandbox": "verifiers.sandbox",
     "ExecResult": "verifiers.sandbox",
@@ -75,6 +97,9 @@ _EXPORTS: dict[str, str] = {
     "ModelResponse": "verifiers.types",
     "TrajectoryStep": "verifiers.types",
     "Usage": "verifiers.types",
+    "DatasetBuilder": "verifiers.types",
+    "Endpoints": "verifiers.types",
+    "TaskSplit": "verifiers.types",
     # errors
     "VerifiersError": "verifiers.errors",
     "ConfigError": "verifiers.errors",
@@ -94,6 +119,27 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
+# names the classic (0.3.x) top level forwards from its types and errors modules: they resolve
+# (``vf.UserMessage``) but stay out of ``__all__``, as they are out of 0.3.x's
+_CLASSIC_FORWARDS: dict[str, str] = {
+    **dict.fromkeys(["Error", "TunnelError", "BrowserSandboxError"], "verifiers.errors"),
+    **dict.fromkeys(
+        """AssistantMessage BaseRolloutInput ClientConfig ClientType ContentPart CustomBaseModel
+        EndpointApi EndpointClient EndpointClientConfig ErrorData EvalConfig EvalCost
+        EvalRunConfig FinishReason GenerateMetadata GenerateOutputs GenericContentPart
+        GroupRewardFunc ImageUrlContentPart ImageUrlSource IndividualRewardFunc
+        InputAudioContentPart InputAudioSource JsonPrimitive LogCallback MessageContent
+        MessageType ModelPricing ProgressCallback Response ResponseMessage ResponseTokens
+        RewardFunc RolloutInput RolloutOutput RolloutScore RolloutScores RolloutTiming
+        RoutedExpertsPayload StartCallback StateForTaskDescriptor SystemMessage
+        TASK_INPUT_FIELDS TextContentPart TextMessage ThinkingBlock TimeSpan TimeSpans
+        TokenUsage Tool ToolCall ToolLike ToolMessage TrajectoryStepTokens UserMessage
+        VersionInfo assert_json_serializable flatten_task_input normalize_task_payload
+        task_payload_from_info""".split(),
+        "verifiers.types",
+    ),
+}
+
 
 # subpackages reachable as attributes (``vf.train``, ``vf.testing``) without importing them first
 _SUBMODULES = frozenset({"train", "testing", "sandbox", "hub"})
@@ -102,7 +148,7 @@ _SUBMODULES = frozenset({"train", "testing", "sandbox", "hub"})
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return import_module(f"verifiers.{name}")
-    module = _EXPORTS.get(name)
+    module = _EXPORTS.get(name) or _CLASSIC_FORWARDS.get(name)
     if module is None:
         raise AttributeError(f"module 'verifiers' has no attribute {name!r}")
     value = getattr(import_module(module), name)
@@ -111,31 +157,57 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)
+    return sorted(set(globals()) | set(_EXPORTS) | set(_CLASSIC_FORWARDS) | _SUBMODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.clients.base import Client as Client
     from verifiers.clients.base import as_client as as_client
+    from verifiers.clients.classic_clients import (
+        AnthropicMessagesClient as AnthropicMessagesClient,
+    )
+    from verifiers.clients.classic_clients import (
+        OpenAIChatCompletionsClient as OpenAIChatCompletionsClient,
+    )
+    from verifiers.clients.classic_clients import (
+        OpenAICompletionsClient as OpenAICompletionsClient,
+    )
+    from verifiers.clients.classic_clients import (
+        OpenAIResponsesClient as OpenAIResponsesClient,
+    )
+    from verifiers.clients.classic_clients import RendererClient as RendererClient
     from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
     from verifiers.clients.endpoints import load_endpoints as load_endpoints
     from verifiers.clients.native import NativeClient as NativeClient
     from verifiers.clients.openai_client import OpenAIClient as OpenAIClient
     from verifiers.clients.oracle import OracleClient as OracleClient
     from verifiers.clients.retry import RetryPolicy as RetryPolicy
+    from verifiers.decorators import advantage as advantage
     from verifiers.decorators import cleanup as cleanup
     from verifiers.decorators import group_reward as group_reward
+    from verifiers.decorators import metric as metric
+    from verifiers.decorators import reward as reward
+    from verifiers.decorators import setup as setup
     from verifiers.decorators import stop as stop
     from verifiers.decorators import teardown as teardown
+    from verifiers.decorators import update as update
     from verifiers.envs.code_test_env import CodeTestEnv as CodeTestEnv
     from verifiers.envs.env_group import EnvGroup as EnvGroup
     from verifiers.envs.environment import Environment as Environment
+    from verifiers.envs.gym_env import GymEnv as GymEnv
+    from verifiers.envs.mcp_env import MCPEnv as MCPEnv
     from verifiers.envs.multiturn_env import MultiTurnEnv as MultiTurnEnv
     from verifiers.envs.python_env import PythonEnv as PythonEnv
+    from verifiers.envs.reasoning_gym_env import ReasoningGymEnv as ReasoningGymEnv
     from verifiers.envs.sandbox_env import SandboxEnv as SandboxEnv
     from verifiers.envs.singleturn_env import SingleTurnEnv as SingleTurnEnv
     from verifiers.envs.stateful_tool_env import StatefulToolEnv as StatefulToolEnv
     from verifiers.envs.tool_env import ToolEnv as ToolEnv
+    from verifiers.envs.vendor_envs import BrowserEnv as BrowserEnv
+    from verifiers.envs.vendor_envs import CliAgentEnv as CliAgentEnv
+    from verifiers.envs.vendor_envs import HarborEnv as HarborEnv
+    from verifiers.envs.vendor_envs import OpenEnvEnv as OpenEnvEnv
+    from verifiers.envs.vendor_envs import TextArenaEnv as TextArenaEnv
     from verifiers.errors import ConfigError as ConfigError
     from verifiers.errors import EmptyModelResponseError as EmptyModelResponseError
     from verifiers.errors import EndpointError as EndpointError
@@ -171,16 +243,28 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.sandbox import SandboxLimits as SandboxLimits
     from verifiers.sandbox import SandboxPool as SandboxPool
     from verifiers.sandbox import create_sandbox as create_sandbox
+    from verifiers.types import AssistantMessage as AssistantMessage
+    from verifiers.types import DatasetBuilder as DatasetBuilder
+    from verifiers.types import Endpoints as Endpoints
     from verifiers.types import Info as Info
     from verifiers.types import Message as Message
     from verifiers.types import Messages as Messages
     from verifiers.types import ModelResponse as ModelResponse
     from verifiers.types import SamplingArgs as SamplingArgs
     from verifiers.types import State as State
+    from verifiers.types import SystemMessage as SystemMessage
+    from verifiers.types import TaskSplit as TaskSplit
+    from verifiers.types import ToolCall as ToolCall
+    from verifiers.types import ToolMessage as ToolMessage
     from verifiers.types import TrajectoryStep as TrajectoryStep
     from verifiers.types import Usage as Usage
+    from verifiers.types import UserMessage as UserMessage
+    from verifiers.utils.config_utils import MissingKeyError as MissingKeyError
+    from verifiers.utils.config_utils import ensure_keys as ensure_keys
     from verifiers.utils.data_utils import load_example_dataset as load_example_dataset
+    from verifiers.utils.logging_utils import log_level as log_level
     from verifiers.utils.logging_utils import (
         print_prompt_completions_sample as print_prompt_completions_sample,
     )
+    from verifiers.utils.logging_utils import quiet_verifiers as quiet_verifiers
     from verifiers.utils.logging_utils import setup_logging as setup_logging

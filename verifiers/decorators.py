@@ -11,9 +11,25 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
-__all__ = ["cleanup", "discover", "group_reward", "is_group_reward", "stop", "teardown"]
+__all__ = [
+    "SignalStage",
+    "advantage",
+    "cleanup",
+    "discover",
+    "discover_decorated",
+    "group_reward",
+    "is_group_reward",
+    "metric",
+    "reward",
+    "setup",
+    "stop",
+    "teardown",
+    "update",
+]
+
+SignalStage = Literal["rollout", "group"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +68,45 @@ class _Marker:
 stop = _Marker("stop")
 cleanup = _Marker("cleanup")
 teardown = _Marker("teardown")
+# classic (0.3.x) markers: they record ``<kind>``, ``<kind>_priority`` and ``<kind>_stage`` on
+# the function, as 0.3.x does; 0.3.x's classic environments do not act on them either
+setup = _Marker("setup")
+update = _Marker("update")
+metric = _Marker("metric")
+advantage = _Marker("advantage")
+
+
+@overload
+def reward(
+    func: F, *, weight: float = 1.0, priority: int = 0, stage: SignalStage = "rollout"
+) -> F: ...
+@overload
+def reward(
+    func: None = None, *, weight: float = 1.0, priority: int = 0, stage: SignalStage = "rollout"
+) -> Callable[[F], F]: ...
+def reward(
+    func: F | None = None,
+    *,
+    weight: float = 1.0,
+    priority: int = 0,
+    stage: SignalStage = "rollout",
+) -> F | Callable[[F], F]:
+    """Mark a reward signal (classic 0.3.x marker): records ``reward``, ``reward_weight``,
+    ``reward_priority`` and ``reward_stage`` on the function."""
+
+    def mark(f: F) -> F:
+        marks = {"": True, "_weight": weight, "_priority": priority, "_stage": stage}
+        for suffix, value in marks.items():
+            setattr(f, f"reward{suffix}", value)
+        return f
+
+    return mark(func) if func is not None else mark
+
+
+def discover_decorated(obj: object, attr: str) -> list[Callable[..., Any]]:
+    """Bound methods of ``obj`` marked ``attr``, highest ``<attr>_priority`` first, then by
+    name (the classic spelling of :func:`discover`)."""
+    return discover(obj, attr)
 
 
 def discover(obj: object, kind: str) -> list[Callable[..., Any]]:
@@ -85,7 +140,7 @@ _PLURAL = frozenset({"prompts", "completions", "answers", "states", "infos", "ta
 
 def is_group_reward(func: Callable[..., Any]) -> bool:
     """True for ``@group_reward`` functions and for the classic plural-argument form."""
-    if getattr(func, "group_reward", False):
+    if getattr(func, "group_reward", False) or getattr(func, "reward_stage", None) == "group":
         return True
     try:
         params = inspect.signature(func).parameters

@@ -15,7 +15,11 @@
     ├── RewardError                     a reward function raised
     └── InfraError                      something outside the model's control failed
         ├── EndpointError               the inference endpoint failed after retries
+        ├── TunnelError                 a tunnel to a remote service failed (classic name)
         └── SandboxError                the sandbox (not the program in it) failed
+            └── BrowserSandboxError     a browser sandbox failed (classic name)
+
+``Error`` is the classic (0.3.x) name of ``VerifiersError``.
 
 A rollout that raises a ``ModelError`` or ``InfraError`` is recorded as errored; trainers drop
 errored rollouts instead of training on them. ``ToolError`` is returned to the model as the tool
@@ -27,10 +31,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "BrowserSandboxError",
     "ConfigError",
     "EmptyModelResponseError",
     "EndpointError",
     "EnvironmentNotFoundError",
+    "Error",
     "InfraError",
     "InvalidModelResponseError",
     "ModelError",
@@ -40,6 +46,7 @@ __all__ = [
     "ToolCallError",
     "ToolError",
     "ToolParseError",
+    "TunnelError",
     "VerifiersError",
 ]
 
@@ -125,3 +132,14 @@ class EndpointError(InfraError):
 
 class SandboxError(InfraError):
     """The sandbox itself failed (could not start, died, lost). The program failing is not this."""
+
+
+class TunnelError(InfraError):
+    """A tunnel to a remote service failed (kept for classic code that catches it)."""
+
+
+class BrowserSandboxError(SandboxError):
+    """A browser sandbox failed (kept for classic code that catches it)."""
+
+
+Error = VerifiersError

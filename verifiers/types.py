@@ -2,16 +2,93 @@
 
 Messages are plain dicts in the OpenAI chat format (``{"role": ..., "content": ...}``; assistant
 tool calls in the OpenAI shape ``{"id", "type": "function", "function": {"name", "arguments"}}``).
-Plain dicts keep the hot path cheap and are what classic environment code indexes into.
+Messages the environment builds or receives are :mod:`verifiers.messages` objects: ``dict``
+subclasses that also answer attribute access (``m.role``, ``m.tool_calls[0].name``), so classic
+code reading them either way works and records serialise as plain JSON.
+
+The remaining names of the classic (0.3.x) ``verifiers.types`` module come from
+:mod:`verifiers.classic_types`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from verifiers.classic_types import *  # noqa: F403
+from verifiers.classic_types import __all__ as _classic_all
+from verifiers.messages import (
+    AssistantMessage,
+    SystemMessage,
+    TextMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    as_message,
+)
+
+# served by __getattr__ from verifiers.classic_models (pydantic), imported on first use
+_classic_models = (
+    "ClientConfig",
+    "ContentPart",
+    "CustomBaseModel",
+    "EndpointClientConfig",
+    "EvalConfig",
+    "EvalRunConfig",
+    "GenericContentPart",
+    "ImageUrlContentPart",
+    "ImageUrlSource",
+    "InputAudioContentPart",
+    "InputAudioSource",
+    "MessageContent",
+    "Response",
+    "ResponseMessage",
+    "ResponseTokens",
+    "RolloutTiming",
+    "TextContentPart",
+    "TimeSpan",
+    "TimeSpans",
+    "Tool",
+    "ToolLike",
+)
+
+if TYPE_CHECKING:
+    from verifiers.classic_models import ClientConfig as ClientConfig
+    from verifiers.classic_models import ContentPart as ContentPart
+    from verifiers.classic_models import CustomBaseModel as CustomBaseModel
+    from verifiers.classic_models import EndpointClientConfig as EndpointClientConfig
+    from verifiers.classic_models import EvalConfig as EvalConfig
+    from verifiers.classic_models import EvalRunConfig as EvalRunConfig
+    from verifiers.classic_models import GenericContentPart as GenericContentPart
+    from verifiers.classic_models import ImageUrlContentPart as ImageUrlContentPart
+    from verifiers.classic_models import ImageUrlSource as ImageUrlSource
+    from verifiers.classic_models import InputAudioContentPart as InputAudioContentPart
+    from verifiers.classic_models import InputAudioSource as InputAudioSource
+    from verifiers.classic_models import MessageContent as MessageContent
+    from verifiers.classic_models import Response as Response
+    from verifiers.classic_models import ResponseMessage as ResponseMessage
+    from verifiers.classic_models import ResponseTokens as ResponseTokens
+    from verifiers.classic_models import RolloutTiming as RolloutTiming
+    from verifiers.classic_models import TextContentPart as TextContentPart
+    from verifiers.classic_models import TimeSpan as TimeSpan
+    from verifiers.classic_models import TimeSpans as TimeSpans
+    from verifiers.classic_models import Tool as Tool
+    from verifiers.classic_models import ToolLike as ToolLike
+    from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
 
 __all__ = [
+    "AssistantMessage",
+    "EndpointConfig",
+    "Endpoints",
+    "SystemMessage",
+    "TaskSplit",
+    "TextMessage",
+    "ToolCall",
+    "ToolMessage",
+    "UserMessage",
+    *_classic_all,
+    *_classic_models,
     "Info",
     "Message",
     "MessageType",
@@ -31,6 +108,7 @@ Messages = list[Message]
 Info = dict[str, Any]
 SamplingArgs = dict[str, Any]
 MessageType = Literal["chat", "completion"]
+TaskSplit = Literal["train", "eval"]
 RewardFunc = Callable[..., float | Awaitable[float] | list[float] | Awaitable[list[float]]]
 
 
@@ -70,6 +148,9 @@ class ModelResponse:
     completion_logprobs: list[float] | None = None
     model: str | None = None
     id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.message = as_message(self.message)
 
     @property
     def content(self) -> str:
@@ -116,6 +197,23 @@ class RolloutInput(TypedDict, total=False):
     example_id: int
 
 
+Endpoints = dict[str, list["EndpointConfig"]]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: the endpoint record lives with the clients; the classic pydantic
+    # models cost an import of pydantic that the hot path does not need
+    if name == "EndpointConfig":
+        from verifiers.clients.endpoints import EndpointConfig
+
+        return EndpointConfig
+    if name in _classic_models:
+        import verifiers.classic_models
+
+        return getattr(verifiers.classic_models, name)
+    raise AttributeError(f"module 'verifiers.types' has no attribute {name!r}")
+
+
 class State(dict[str, Any]):
     """The mutable record of one rollout (a ``dict``, as classic environments expect).
 
@@ -128,6 +226,8 @@ class State(dict[str, Any]):
     """
 
     __slots__ = ()
+    INPUT_FIELDS = ["prompt", "answer", "info", "example_id"]
+    for_task = StateForTaskDescriptor()  # noqa: F405
 
     def __getattr__(self, name: str) -> Any:
         try:

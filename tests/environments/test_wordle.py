@@ -91,8 +91,12 @@ def test_feedback_properties(guess: str, answer: str) -> None:
 
 async def test_solve_on_the_last_allowed_guess_counts() -> None:
     env = vf.load_environment("wordle", words=["there"], max_guesses=3)
-    client = ScriptedClient(["<guess>three</guess>", "<guess>other</guess>", "<guess>there</guess>"])
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    client = ScriptedClient(
+        ["<guess>three</guess>", "<guess>other</guess>", "<guess>there</guess>"]
+    )
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     assert state["solved"] is True
     assert state["stop_condition"] == "game_over"
@@ -103,8 +107,12 @@ async def test_solve_on_the_last_allowed_guess_counts() -> None:
 
 async def test_one_guess_left_is_singular() -> None:
     env = vf.load_environment("wordle", words=["there"], max_guesses=3)
-    client = ScriptedClient(["<guess>three</guess>", "<guess>other</guess>", "<guess>their</guess>"])
-    result = await vf.evaluate_async(env, client=client, model="m", keep_states=True)
+    client = ScriptedClient(
+        ["<guess>three</guess>", "<guess>other</guess>", "<guess>their</guess>"]
+    )
+    result = await vf.evaluate_async(
+        env, client=client, model="m", keep_states=True, num_examples=-1, rollouts_per_example=1
+    )
     (state,) = result.states
     replies = [m["content"] for m in state["completion"] if m["role"] == "user"]
     assert replies[1].endswith("\n1 guess left.")

@@ -354,3 +354,23 @@ async def test_code_test_env_passes_check_environment() -> None:
     report = await check_environment_async(env)
     await env.close()
     report.raise_for_failures()
+
+
+async def test_code_tests_with_bash_run_in_a_fresh_sandbox_holding_only_the_program() -> None:
+    """What the model did with its bash tool (files written, processes left running) is not
+    where its program is graded."""
+    rows = [{**CODE_ROWS[0], "info": {"tests": [{"assert": "assert add(2, 3) == 5"}]}}]
+    env = CodeTestEnv(eval_dataset=rows, allow_bash=True, test_timeout=5)
+    planted = ScriptedClient(
+        [
+            call("bash", command="printf 'def add(a, b):\\n    return a + b\\n' > helper.py"),
+            "```python\nfrom helper import add\n```",
+        ]
+    )
+    honest = ScriptedClient(["```python\ndef add(a, b):\n    return a + b\n```"])
+    row = env.get_rows("eval")[0]
+    cheated = await env.run_rollout(row, planted, "m")
+    solved = await env.run_rollout(row, honest, "m")
+    await env.close()
+    assert cheated["reward"] == 0.0 and "helper" in cheated["test_results"][0]["detail"]
+    assert solved["reward"] == 1.0

@@ -75,6 +75,67 @@ def test_admin_commands_refuse_a_data_dir_without_a_hub(hub: Hub, tmp_path: Path
     assert code == 0 and f"data: {typo}" in err
 
 
+def test_hub_user_list_and_delete(hub: Hub, tmp_path: Path) -> None:
+    data = tmp_path / "hubdata"
+    assert (
+        vf(["hub", "user", "create", "alice", "--admin", "--data-dir", str(data), "--init"], {})[0]
+        == 0
+    )
+    code, out, err = vf(["hub", "user", "create", "bob", "--data-dir", str(data)], {})
+    bob_token = out.strip().splitlines()[-1]
+    assert code == 0, err
+    code, out, err = vf(["hub", "user", "create", "carol", "--data-dir", str(data)], {})
+    carol_token = out.strip().splitlines()[-1]
+    code, out, err = vf(["hub", "user", "list", "--data-dir", str(data)], {})
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["USER", "ADMIN", "CREATED", "TOKENS", "PROJECTS"]
+    assert [line.split()[:2] for line in lines[2:-1]] == [
+        ["alice", "yes"],
+        ["bob", "no"],
+        ["carol", "no"],
+    ]
+    assert lines[-1] == "(3 users)" and f"data: {data}" in err
+    # carol publishes: she is disabled, not deleted; bob never did: he is deleted
+    from hub_server.services import open_service
+    from hub_server.settings import Settings
+
+    service = open_service(Settings(data_dir=data))
+    wheel = hub.wheel(hub.unique("carols"), "1.0.0")
+    principal = service.authenticate(carol_token)
+    raw = wheel.read_bytes()
+    import hashlib
+
+    with wheel.open("rb") as f:
+        service.upload(
+            principal, f, wheel.name, sha256=hashlib.sha256(raw).hexdigest(), size=len(raw)
+        )
+    service.engine.dispose()
+    code, _, err = vf(["hub", "user", "delete", "bob", "--data-dir", str(data)], {})
+    assert code == 1 and "needs confirmation" in err
+    code, out, err = vf(["hub", "user", "delete", "bob", "--yes", "--data-dir", str(data)], {})
+    assert code == 0 and out.strip() == "deleted user bob", err
+    code, out, err = vf(["hub", "user", "delete", "carol", "--yes", "--data-dir", str(data)], {})
+    assert code == 0 and out.startswith("disabled user carol"), err
+    code, _, err = vf(["hub", "user", "delete", "nobody", "--yes", "--data-dir", str(data)], {})
+    assert code == 1 and "no user 'nobody'" in err
+    service = open_service(Settings(data_dir=data))
+    try:
+        from hub_server.errors import Unauthorized
+
+        for token in (bob_token, carol_token):
+            with pytest.raises(Unauthorized):
+                service.authenticate(token)
+    finally:
+        service.engine.dispose()
+    code, out, _ = vf(["hub", "user", "list", "--data-dir", str(data)], {})
+    rows = [line.split() for line in out.splitlines()[2:-1]]
+    assert [r[0] for r in rows] == ["alice", "carol"]
+    assert rows[1][3:] == ["0", "1"]  # carol: no live token, her project stays
+    # bob's name is free again
+    assert vf(["hub", "user", "create", "bob", "--data-dir", str(data)], {})[0] == 0
+
+
 def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_path: Path) -> None:
     import re
 

@@ -197,8 +197,9 @@ def test_xml_format_reward_full_credit_for_well_formed() -> None:
     p = vf.XMLParser(fields=["think", "answer"])
     reward = p.get_format_reward_func()
     assert reward(completion=chat("<think>\nok\n</think>\n<answer>\n4\n</answer>")) == 1.0
-    # missing think field: partial credit, still well formed
-    assert reward(completion=chat("<answer>4</answer>")) == pytest.approx(0.5)
+    # missing think field: partial credit, still well formed (0.3.x's weights: 0.2 + 0.4 x 1/2
+    # for the fields, + 0.2 for ending with the last field's tag)
+    assert reward(completion=chat("<answer>4</answer>")) == pytest.approx(0.6)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ dir (no isolation: only the protocol is under test)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -27,15 +28,29 @@ WITH_VALUE = {
     "-e",
     "--filter",
     "--format",
+    "--env-file",
+    "--cpus",
+    "--driver",
+    "-o",
 }
 
 
 def main(argv: list[str]) -> int:
+    ROOT.mkdir(parents=True, exist_ok=True)
+    with open(ROOT / "calls.jsonl", "a") as log:  # what a `ps` on the host would show
+        log.write(json.dumps(argv) + "\n")
     command, args = argv[0], argv[1:]
     if command == "info":
         print("fake-engine")
         return 0
-    if command == "ps":
+    if command == "ps":  # containers on the (shared) engine: ID OWNER-PID HOST-ID lines
+        listed = ROOT / "ps.txt"
+        if listed.exists():
+            print(listed.read_text(), end="")
+        return 0
+    if command == "network":
+        if args[0] == "create":
+            print(uuid.uuid4().hex)
         return 0
     if command == "run":
         container = uuid.uuid4().hex[:12]
@@ -55,6 +70,10 @@ def main(argv: list[str]) -> int:
                 if args[i] == "-e":
                     key, _, value = args[i + 1].partition("=")
                     env[key] = value
+                elif args[i] == "--env-file":
+                    for line in Path(args[i + 1]).read_text().splitlines():
+                        key, _, value = line.partition("=")
+                        env[key] = value
                 elif args[i] == "-w":
                     workdir = args[i + 1]
                 i += 2

@@ -63,3 +63,75 @@ async def test_a_vanished_container_is_a_sandbox_error(fake_docker: str, tmp_pat
         shutil.rmtree(tmp_path / "containers")  # the engine lost the container
         with pytest.raises(SandboxError, match="not running"):
             await sb.exec("true")
+
+
+# issue 12 --------------------------------------------------------------------------------------
+
+
+def _calls(tmp_path: Path) -> list[list[str]]:
+    import json
+
+    lines = (tmp_path / "containers" / "calls.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+async def test_environment_values_never_reach_a_command_line(
+    fake_docker: str, tmp_path: Path
+) -> None:
+    secret = "hunter2-value-of-a-secret"
+    async with create_sandbox("docker", docker_bin=fake_docker) as sb:
+        r = await sb.exec(["sh", "-c", "echo $TOKEN"], env={"TOKEN": secret})
+        p = await sb.spawn(["sh", "-c", "echo $TOKEN"], env={"TOKEN": secret})
+        assert (await p.readline()).decode().strip() == secret
+        await p.wait()
+    assert r.stdout.strip() == secret
+    assert all(secret not in " ".join(argv) for argv in _calls(tmp_path))
+
+
+async def test_sweep_removes_only_this_hosts_dead_containers(
+    fake_docker: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifiers.sandbox import docker
+
+    monkeypatch.setattr(docker, "_swept", False)
+    dead_pid = 2**22 + 7  # above pid_max: no such process
+    (tmp_path / "containers").mkdir(exist_ok=True)
+    (tmp_path / "containers" / "ps.txt").write_text(
+        f"c-mine {dead_pid} {docker.host_id()}\nc-other-host {dead_pid} another-host-id\n"
+    )
+    async with create_sandbox("docker", docker_bin=fake_docker):
+        pass
+    removed = [a for argv in _calls(tmp_path) if argv[0] == "rm" for a in argv[1:]]
+    assert "c-mine" in removed and "c-other-host" not in removed
+    ps = next(argv for argv in _calls(tmp_path) if argv[0] == "ps")
+    assert f"label={docker.HOST_LABEL}={docker.host_id()}" in ps
+
+
+async def test_networked_sandboxes_get_their_own_network_and_cpus(
+    fake_docker: str, tmp_path: Path
+) -> None:
+    limits = SandboxLimits(cpus=1.5)
+    async with (
+        create_sandbox("docker", docker_bin=fake_docker, network=True, limits=limits) as a,
+        create_sandbox("docker", docker_bin=fake_docker, network=True) as b,
+    ):
+        assert (await a.exec("true")).exit_code == 0 and b.id != a.id
+    calls = _calls(tmp_path)
+    runs = [argv for argv in calls if argv[0] == "run"]
+    networks = [argv[argv.index("--network") + 1] for argv in runs]
+    assert len(set(networks)) == 2 and "bridge" not in networks and "host" not in networks
+    created = [argv[-1] for argv in calls if argv[:2] == ["network", "create"]]
+    removed = [argv[-1] for argv in calls if argv[:2] == ["network", "rm"]]
+    assert sorted(created) == sorted(networks) == sorted(removed)
+    assert runs[0][runs[0].index("--cpus") + 1] == "1.5" and "--cpus" not in runs[1]
+
+
+async def test_docker_timeout_kills_detached_descendants(fake_docker: str) -> None:
+    from tests.sandbox.conftest import marker, pids_with
+    from tests.sandbox.test_hostile import _DAEMON
+
+    tag = marker()
+    async with create_sandbox("docker", docker_bin=fake_docker) as sb:
+        r = await sb.exec(["python3", "-c", _DAEMON, tag], timeout=1.5)
+        assert r.timed_out and r.stdout == "detached\n"
+        assert pids_with(tag) == []

@@ -11,8 +11,11 @@ Test cases come from ``info["tests"]`` (or ``info["test_cases"]``), each one of
 
 - ``{"input": STDIN, "output": EXPECTED_STDOUT}``: run the program with that stdin and compare
   its stdout (trailing whitespace and blank lines ignored);
-- ``{"assert": CODE}`` (or a plain string): run ``CODE`` after ``from solution import *``;
-  it passes when it exits normally.
+- ``{"assert": CODE}`` (or a plain string): ``CODE`` runs *in the grader*, as if after
+  ``from solution import *``; the solution's names are proxies to the program in the sandbox,
+  whose answers come back as plain data (:mod:`verifiers.grading`). The test passes when
+  ``CODE`` runs to its end. The program never sees the test code or its expected values, and
+  nothing it prints, returns or exits with can make the grader skip an assertion.
 
 Subclasses change :meth:`extract_code`, :meth:`get_test_cases` or :meth:`run_test`.
 Per-rollout results land in ``state["test_results"]`` and metrics ``tests_passed``,
@@ -23,14 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import secrets
 import traceback
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from verifiers.envs.sandbox_env import SandboxEnv
 from verifiers.errors import SandboxError
-from verifiers.sandbox import ExecResult
+from verifiers.sandbox import ExecResult, Sandbox
 from verifiers.types import Messages, State
 
 __all__ = ["CodeTestEnv", "TestCase", "TestResult"]
@@ -116,6 +118,7 @@ class CodeTestEnv(SandboxEnv):
         if not allow_bash:
             self.remove_tool(self.bash)
         self.test_timeout = test_timeout
+        self.allow_bash = allow_bash
         self.solution_file = solution_file
         self.run_command_argv = run_command or ["python3", solution_file]
         self.rubric.add_reward_func(self.pass_rate)
@@ -154,32 +157,31 @@ class CodeTestEnv(SandboxEnv):
     async def run_test(self, state: State, test: TestCase, index: int) -> TestResult:
         """Run one test in the rollout's sandbox."""
         if test.kind == "stdio":
-            r = await self.run_command(
-                state, self.run_command_argv, stdin=test.input, timeout=self.test_timeout
+            # the program's output is its answer; the expected output never enters the sandbox
+            sandbox = await self.grading_sandbox(state)
+            r = await sandbox.exec(
+                self.run_command_argv, stdin=test.input, timeout=self.test_timeout
             )
             status = self._status(r)
+            if status == "passed" and r.truncated:
+                return TestResult("failed", r.duration_s, "the output was over the size limit")
             if status == "passed" and _normalize_output(r.stdout) != _normalize_output(test.output):
                 return TestResult(
                     "failed", r.duration_s, f"expected {test.output!r}, got {r.stdout[:500]!r}"
                 )
             return TestResult(status, r.duration_s, r.stderr[-500:])
+        return await self.run_assert_test(state, test)
+
+    async def run_assert_test(self, state: State, test: TestCase) -> TestResult:
+        """Run an ``assert`` test in the grader against the program in the sandbox: the test
+        code never enters the sandbox, the program's answers come back as plain data and are
+        compared here (see :mod:`verifiers.grading`)."""
+        from verifiers.grading import run_test_code
+
+        sandbox = await self.grading_sandbox(state)
         module = self.solution_file.removesuffix(".py")
-        # the test passes only if it runs to its end: a program that exits with status 0
-        # while being imported (sys.exit(0), os._exit(0)) must not pass every test
-        done = f"vf-test-finished-{secrets.token_hex(8)}"
-        script = (
-            f"import sys\nsys.path.insert(0, '.')\nfrom {module} import *\n{test.code}\n"
-            f"import sys as _vf_sys\n_vf_sys.stderr.write({done!r})\n"
-        )
-        r = await self.run_command(state, ["python3", "-c", script], timeout=self.test_timeout)
-        status = self._status(r)
-        finished = done in r.stderr
-        detail = r.stderr.replace(done, "")[-500:]
-        if status == "error" and "AssertionError" in r.stderr:
-            status = "failed"
-        elif status == "passed" and not finished:
-            return TestResult("failed", r.duration_s, "the program exited before the test ran")
-        return TestResult(status, r.duration_s, detail)
+        outcome = await run_test_code(sandbox, test.code, module=module, timeout=self.test_timeout)
+        return TestResult(outcome.status, outcome.duration_s, outcome.detail)
 
     @staticmethod
     def _status(r: ExecResult) -> TestStatus:
@@ -200,11 +202,7 @@ class CodeTestEnv(SandboxEnv):
             results = [TestResult("failed", 0.0, "no program in the answer") for _ in tests]
         else:
             try:
-                sandbox = await self.get_sandbox(state)
-                await sandbox.write_file(self.solution_file, code)
-                results = list(
-                    await asyncio.gather(*(self.run_test(state, t, i) for i, t in enumerate(tests)))
-                )
+                results = await self._run_in_grading_sandbox(state, code, tests)
             except SandboxError as e:
                 # an infrastructure failure: the rollout is errored, not a failed test
                 state["error"] = {
@@ -222,6 +220,33 @@ class CodeTestEnv(SandboxEnv):
         metrics["tests_error"] = float(sum(r.status == "error" for r in results))
         metrics["tests_time"] = float(sum(r.duration_s for r in results))
         return results
+
+    async def grading_sandbox(self, state: State) -> Sandbox:
+        """Where tests run: the rollout's sandbox when the model ran nothing in it (one answer,
+        no tools), otherwise a fresh sandbox holding only the program, so that nothing the
+        model left running or wrote there can touch grading."""
+        sandbox = state.get("_grading_sandbox")
+        if isinstance(sandbox, Sandbox):
+            return sandbox
+        return await self.get_sandbox(state)
+
+    async def _run_in_grading_sandbox(
+        self, state: State, code: str, tests: list[TestCase]
+    ) -> list[TestResult]:
+        fresh: Sandbox | None = None
+        if self.allow_bash:
+            fresh = await self.sandbox_pool().acquire()
+            state["_grading_sandbox"] = fresh
+        try:
+            sandbox = await self.grading_sandbox(state)
+            await sandbox.write_file(self.solution_file, code)
+            return list(
+                await asyncio.gather(*(self.run_test(state, t, i) for i, t in enumerate(tests)))
+            )
+        finally:
+            if fresh is not None:
+                state.pop("_grading_sandbox", None)
+                await asyncio.shield(self.sandbox_pool().release(fresh))
 
     async def pass_rate(self, completion: Messages | str, state: State) -> float:
         """Reward: the fraction of test cases the program passes."""

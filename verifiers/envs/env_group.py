@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 from verifiers.clients.base import Client
 from verifiers.envs.environment import Environment
@@ -122,6 +122,7 @@ class EnvGroup(Environment):
             input, client, model, sampling_args, rollout_index=rollout_index, score=score
         )
 
+    @overload
     async def run_group(
         self,
         input: Mapping[str, Any],
@@ -133,14 +134,41 @@ class EnvGroup(Environment):
         score: bool = True,
         semaphore: asyncio.Semaphore | None = None,
         first_index: int = 0,
-    ) -> list[State]:
-        first = input[0] if isinstance(input, list) else input
-        env = self.get_env_for_task(first["task"])
+    ) -> list[State]: ...
+
+    @overload
+    async def run_group(
+        self,
+        group_inputs: list[dict[str, Any]] | list[Mapping[str, Any]],
+        client: Client | Any,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        /,
+    ) -> list[dict[str, Any]]: ...
+
+    async def run_group(
+        self,
+        input: Mapping[str, Any] | list[Mapping[str, Any]] | list[dict[str, Any]],
+        client: Client | Any,
+        model: str,
+        n: int | SamplingArgs | None = None,
+        sampling_args: SamplingArgs | None = None,
+        *,
+        score: bool = True,
+        semaphore: asyncio.Semaphore | None = None,
+        first_index: int = 0,
+    ) -> list[State] | list[dict[str, Any]]:
+        """The group runs in the environment of its task (of the first input, for the
+        classic list form)."""
+        if isinstance(input, list):
+            owner = self.get_env_for_task(input[0]["task"])
+            return await owner._run_classic_group(input, client, model, n, sampling_args)
+        env = self.get_env_for_task(input["task"])
         return await env.run_group(
             input,
             client,
             model,
-            n,
+            self._group_size(n),
             sampling_args,
             score=score,
             semaphore=semaphore,
@@ -150,3 +178,9 @@ class EnvGroup(Environment):
     async def close(self) -> None:
         await asyncio.gather(*(e.close() for e in self.envs))
         await super().close()
+
+
+# classic (0.3.x) module-level names
+from verifiers.envs.classic_extras import ENV_GROUP_INFO_KEY as ENV_GROUP_INFO_KEY  # noqa: E402
+
+EnvGroupRubric = _RoutingRubric

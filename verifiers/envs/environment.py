@@ -7,31 +7,53 @@ The environment owns the rollout loop; subclasses supply hooks:
 - ``env_response(messages, state)``: the environment's turn (``MultiTurnEnv``), returns the new
   messages to append.
 - ``@vf.stop`` methods ``(state) -> bool``: extra stop conditions, highest priority first.
-  A classic ``is_completed(messages, state)`` override is honoured too.
 - ``@vf.cleanup`` methods ``(state)``: always run after scoring, also on error and cancellation.
 - ``@vf.teardown`` methods ``()``: run once by :meth:`close`.
 - ``oracle_response(state)``: the message a perfect model sends (used by ``-m oracle``).
 
 One rollout: ``init_state`` -> ``setup_state`` -> loop (model call, stop checks,
-``env_response``) -> scoring by the rubric -> cleanup. History is appended, never rebuilt.
+``env_response``) -> scoring by the rubric -> cleanup. The history lives in a
+:class:`~verifiers.envs.transcript.Transcript`: appended, never rebuilt.
+
+The classic (0.3.x) call shapes (``evaluate``/``generate`` and their blocking forms, the
+classic constructor keywords, an ``is_completed`` override, the list form of ``run_group``, the
+old ``env_response`` return shapes) live in :mod:`verifiers.envs._classic`, mixed in.
+
+Sync and async, one rule:
+
+- Whatever runs a model call, a tool, a sandbox or a rollout is a coroutine with a plain name:
+  ``init_state``, ``setup_state``, ``env_response``, ``oracle_response``,
+  ``get_model_response``, ``rollout``, ``run_rollout``, ``run_group``, ``evaluate``,
+  ``generate``, ``close``. Dataset access and formatting (``get_dataset``, ``get_rows``,
+  ``format_dataset``, ``format_inputs``) and ``add_metrics`` are plain functions.
+- A blocking facade of a coroutine method adds ``_sync``: ``evaluate_sync``,
+  ``generate_sync``. At module level the classic names run the other way: ``vf.evaluate`` is
+  blocking and ``vf.evaluate_async`` the coroutine. Every blocking facade refuses to run
+  inside a running event loop and names the coroutine to await instead.
+- Hooks the loop awaits (``setup_state``, ``env_response``, ``oracle_response``) must be
+  ``async def``; ``@vf.stop``, ``@vf.cleanup`` and ``@vf.teardown`` methods, an
+  ``is_completed`` override and reward functions may be either.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from verifiers.decorators import discover, stop
+from verifiers.envs._classic import ClassicEnvironmentMixin, unpack_env_response
+from verifiers.envs._datasets import DatasetLike, normalise_row, select_rows, to_dataset
+from verifiers.envs.transcript import new_transcript
 from verifiers.errors import (
     ConfigError,
     OverlongPromptError,
 )
+from verifiers.messages import as_message
 from verifiers.types import (
     Message,
     Messages,
@@ -49,7 +71,6 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
     from verifiers.clients.base import Client
-    from verifiers.evaluation import EvalResult
     from verifiers.parsers.parser import Parser
     from verifiers.rubrics.rubric import Rubric
 
@@ -57,10 +78,8 @@ __all__ = ["Environment"]
 
 logger = logging.getLogger("verifiers.envs")
 
-DatasetLike = Any  # datasets.Dataset | list[dict] | Callable[[], datasets.Dataset]
 
-
-class Environment:
+class Environment(ClassicEnvironmentMixin):
     """Base class of every environment (classic ``verifiers`` call shape).
 
     Args:
@@ -83,10 +102,6 @@ class Environment:
         env_id, env_args: recorded in results.
     """
 
-    _known_kwargs: ClassVar[frozenset[str]] = frozenset(
-        {"max_workers", "map_kwargs", "pass_threshold", "oai_tools", "max_concurrent"}
-    )
-
     def __init__(
         self,
         dataset: DatasetLike | None = None,
@@ -107,9 +122,7 @@ class Environment:
         env_args: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        unknown = sorted(set(kwargs) - self._known_kwargs)
-        if unknown:
-            raise ConfigError(self._unknown_kwargs_message(unknown))
+        self._reject_unknown_kwargs(kwargs)
         if message_type not in ("chat", "completion"):
             raise ConfigError(f"message_type must be 'chat' or 'completion', not {message_type!r}")
         if message_type == "completion" and (system_prompt or few_shot):
@@ -153,28 +166,7 @@ class Environment:
         self._stop_conditions = [(m, is_async_callable(m)) for m in discover(self, "stop")]
         self._cleanup_handlers = discover(self, "cleanup")
         self._teardown_handlers = discover(self, "teardown")
-        self._classic_is_completed = self._find_classic_is_completed()
-
-    def _unknown_kwargs_message(self, unknown: list[str]) -> str:
-        import difflib
-
-        accepted: set[str] = set(self._known_kwargs)
-        for klass in type(self).__mro__:
-            init = vars(klass).get("__init__")
-            if init is not None:
-                accepted.update(
-                    n
-                    for n, p in inspect.signature(init).parameters.items()
-                    if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD
-                )
-        parts = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, sorted(accepted), n=1)
-            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        return (
-            f"{type(self).__name__} got unknown keyword argument(s): {', '.join(parts)}. "
-            "Check the spelling, or handle environment-specific options in load_environment()."
-        )
+        self._classic_is_completed = self._find_classic_is_completed(Environment)
 
     # ------------------------------------------------------------------ datasets
 
@@ -192,12 +184,12 @@ class Environment:
         """The training dataset (falls back to the eval dataset), first ``n`` rows or a seeded
         shuffle of them."""
         split = "train" if self._raw["train"] is not None else "eval"
-        return self._select(self._get_formatted(split), n, seed)
+        return select_rows(self._get_formatted(split), n, seed)
 
     def get_eval_dataset(self, n: int = -1, seed: int | None = None) -> Dataset:
         """The evaluation dataset (falls back to the training dataset)."""
         split = "eval" if self._raw["eval"] is not None else "train"
-        return self._select(self._get_formatted(split), n, seed)
+        return select_rows(self._get_formatted(split), n, seed)
 
     def get_rows(self, split: str = "eval", n: int = -1) -> list[dict[str, Any]]:
         """Formatted rows as plain dicts (cached): what rollouts are driven from."""
@@ -205,17 +197,20 @@ class Environment:
             split = "train" if split == "eval" else "eval"
         rows = self._rows.get(split)
         if rows is None:
-            rows = [self._normalise_row(r) for r in self._get_formatted(split).to_list()]
+            rows = [normalise_row(r) for r in self._get_formatted(split).to_list()]
             self._rows[split] = rows
         return rows if n < 0 else rows[:n]
 
-    @staticmethod
-    def _select(ds: Dataset, n: int, seed: int | None) -> Dataset:
-        if seed is not None:
-            ds = ds.shuffle(seed=seed)
-        if 0 <= n < len(ds):
-            ds = ds.select(range(n))
-        return ds
+    def format_inputs(self, inputs: Any) -> list[dict[str, Any]]:
+        """Caller-given rows formatted like dataset rows (prompt built, ids added)."""
+        if isinstance(inputs, list):
+            # info dicts of different shapes (rows of several environments) cannot share an
+            # Arrow column: they travel as JSON, which normalise_row decodes
+            inputs = [
+                {**r, "info": json.dumps(r["info"])} if isinstance(r.get("info"), dict) else r
+                for r in inputs
+            ]
+        return [normalise_row(r) for r in self.format_dataset(to_dataset(inputs)).to_list()]
 
     def _get_formatted(self, split: str) -> Dataset:
         ds = self._formatted.get(split)
@@ -223,7 +218,7 @@ class Environment:
             raw = self._raw[split]
             if raw is None:
                 raise ConfigError(f"{type(self).__name__} has no {split} dataset")
-            ds = self.format_dataset(_to_dataset(raw))
+            ds = self.format_dataset(to_dataset(raw))
             self._formatted[split] = ds
         return ds
 
@@ -266,24 +261,6 @@ class Environment:
         prompt.append({"role": "user", "content": question})
         return prompt
 
-    @staticmethod
-    def _normalise_row(row: dict[str, Any]) -> dict[str, Any]:
-        info = row.get("info")
-        if isinstance(info, str):
-            try:
-                row["info"] = json.loads(info) if info else {}
-            except ValueError:
-                row["info"] = {"text": info}
-        elif info is None:
-            row["info"] = {}
-        prompt = row.get("prompt")
-        if isinstance(prompt, list):
-            # Arrow fills absent struct fields with None; drop them so the wire format is clean
-            row["prompt"] = [
-                {k: v for k, v in m.items() if v is not None or k == "content"} for m in prompt
-            ]
-        return row
-
     # ------------------------------------------------------------------ state
 
     async def init_state(
@@ -297,6 +274,8 @@ class Environment:
     ) -> State:
         """A fresh :class:`State` for one rollout of ``input`` (a formatted dataset row)."""
         prompt = input["prompt"]
+        if isinstance(prompt, list):  # message objects: read as m["role"] or m.role
+            prompt = [as_message(m) for m in prompt]
         args = {**self.sampling_args, **(sampling_args or {})}
         state = State(
             prompt=prompt,
@@ -370,13 +349,6 @@ class Environment:
     async def has_final_env_response(self, state: State) -> bool:
         return state.get("final_env_response") is not None
 
-    def _find_classic_is_completed(self) -> tuple[Callable[..., Any], bool] | None:
-        """A subclass's ``is_completed`` override and whether it takes ``messages`` first."""
-        if type(self).is_completed is Environment.is_completed:
-            return None
-        method = cast(Callable[..., Any], self.is_completed)
-        return method, "messages" in inspect.signature(method).parameters
-
     async def _check_stop(self, state: State, messages: Messages | None) -> bool:
         for cond, is_async in self._stop_conditions:
             hit = await cond(state) if is_async else cond(state)
@@ -388,16 +360,8 @@ class Environment:
     async def _should_stop(self, state: State, messages: Messages | str) -> bool:
         if await self._check_stop(state, None):
             return True
-        if self._classic_is_completed is not None:
-            override, wants_messages = self._classic_is_completed
-            if wants_messages:
-                done = await call_maybe_async(override, messages, state)
-            else:
-                done = await call_maybe_async(override, state)
-            if done:
-                state["stop_condition"] = state.get("stop_condition") or "is_completed"
-                return True
-        return False
+        found = self._classic_is_completed
+        return found is not None and await self._classic_is_completed_hit(found, state, messages)
 
     # ------------------------------------------------------------------ the loop
 
@@ -474,76 +438,61 @@ class Environment:
         new_state = await self.setup_state(state)
         if new_state is not None and new_state is not state:
             state.update(new_state)
-        chat = self.message_type == "chat"
-        prompt = state["prompt"]
-        messages: Any = list(prompt) if chat else str(prompt)
-        state["_messages"] = messages
-        trajectory: list[TrajectoryStep] = state["trajectory"]
-        usage: Usage = state["usage"]
+        transcript = new_transcript(state, self.message_type)
         while True:
-            if await self._should_stop(state, messages):
+            if await self._should_stop(state, transcript.prompt):
                 return
-            prompt_len = len(messages)
+            prompt_len = len(transcript)
             try:
-                response = await self.get_model_response(state, messages)
+                response = await self.get_model_response(state, transcript.prompt)
             except OverlongPromptError:
                 state["prompt_too_long"] = True
                 state["is_truncated"] = True
                 state["stop_condition"] = "prompt_too_long"
                 return
-            usage.add(response.usage)
-            state["responses"].append(response)
-            state["turn"] += 1
-            truncated = response.finish_reason == "length"
-            if truncated:
-                state["is_truncated"] = True
-            tokens: StepTokens | None = None
-            if response.completion_token_ids is not None and response.prompt_token_ids is not None:
-                tokens = {
-                    "prompt_ids": response.prompt_token_ids,
-                    "completion_ids": response.completion_token_ids,
-                    "completion_logprobs": response.completion_logprobs,
-                }
-            if chat:
-                message = response.message
-                messages.append(message)
-                state["completion"].append(message)
-                completion: Any = [message]
-            else:
-                text = response.content
-                messages += text
-                state["_messages"] = messages
-                state["completion"] += text
-                completion = text
-            trajectory.append(
-                {
-                    "prompt_len": prompt_len,
-                    "completion": completion,
-                    "response": response,
-                    "tokens": tokens,
-                    "is_truncated": truncated,
-                    "extras": {},
-                }
-            )
-            if self.max_seq_len:
-                if tokens is not None:
-                    seq_len = len(tokens["prompt_ids"]) + len(tokens["completion_ids"])
-                else:
-                    seq_len = response.usage.prompt_tokens + response.usage.completion_tokens
-                if seq_len >= self.max_seq_len:
-                    state["prompt_too_long"] = True
-                    state["is_truncated"] = True
-            if await self._should_stop(state, messages):
+            completion = transcript.add_response(response)
+            self._record_step(state, response, prompt_len, completion)
+            if await self._should_stop(state, transcript.prompt):
                 return
-            reply = await self.env_response(messages, state)
-            new_messages = _unpack_env_response(reply, state)
-            if chat:
-                messages.extend(new_messages)
-                state["completion"].extend(new_messages)
+            # completion mode hands env_response the text, as the classic API did
+            reply = await self.env_response(transcript.prompt, state)  # type: ignore[arg-type]
+            transcript.add_env(unpack_env_response(reply, state))
+
+    def _record_step(
+        self, state: State, response: ModelResponse, prompt_len: int, completion: Any
+    ) -> None:
+        """Account for one model call: usage, turn, truncation, the trajectory step, and the
+        ``max_seq_len`` check."""
+        cast(Usage, state["usage"]).add(response.usage)
+        state["responses"].append(response)
+        state["turn"] += 1
+        truncated = response.finish_reason == "length"
+        if truncated:
+            state["is_truncated"] = True
+        tokens: StepTokens | None = None
+        if response.completion_token_ids is not None and response.prompt_token_ids is not None:
+            tokens = {
+                "prompt_ids": response.prompt_token_ids,
+                "completion_ids": response.completion_token_ids,
+                "completion_logprobs": response.completion_logprobs,
+            }
+        step: TrajectoryStep = {
+            "prompt_len": prompt_len,
+            "completion": completion,
+            "response": response,
+            "tokens": tokens,
+            "is_truncated": truncated,
+            "extras": {},
+        }
+        state["trajectory"].append(step)
+        if self.max_seq_len:
+            if tokens is not None:
+                seq_len = len(tokens["prompt_ids"]) + len(tokens["completion_ids"])
             else:
-                messages += new_messages
-                state["_messages"] = messages
-                state["completion"] += new_messages
+                seq_len = response.usage.prompt_tokens + response.usage.completion_tokens
+            if seq_len >= self.max_seq_len:
+                state["prompt_too_long"] = True
+                state["is_truncated"] = True
 
     # ------------------------------------------------------------------ scoring and groups
 
@@ -569,6 +518,7 @@ class Environment:
             await self._cleanup(state)
         return state
 
+    @overload
     async def run_group(
         self,
         input: Mapping[str, Any],
@@ -580,23 +530,57 @@ class Environment:
         score: bool = True,
         semaphore: asyncio.Semaphore | None = None,
         first_index: int = 0,
-    ) -> list[State]:
+    ) -> list[State]: ...
+
+    @overload
+    async def run_group(
+        self,
+        group_inputs: list[dict[str, Any]] | list[Mapping[str, Any]],
+        client: Client | Any,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        /,
+    ) -> list[dict[str, Any]]: ...
+
+    async def run_group(
+        self,
+        input: Mapping[str, Any] | list[Mapping[str, Any]] | list[dict[str, Any]],
+        client: Client | Any,
+        model: str,
+        n: int | SamplingArgs | None = None,
+        sampling_args: SamplingArgs | None = None,
+        *,
+        score: bool = True,
+        semaphore: asyncio.Semaphore | None = None,
+        first_index: int = 0,
+    ) -> list[State] | list[dict[str, Any]]:
         """``n`` rollouts of one example, scored together (group rewards see all of them).
 
         ``semaphore`` bounds concurrent rollouts (concurrency counts rollouts, not groups).
-        The classic call shape ``run_group(group_inputs, client, model, sampling_args)`` (one
-        input per rollout) is accepted too and returns the rollouts' JSON records.
+        The classic call shape ``run_group(group_inputs, client, model, sampling_args)`` (a
+        list, one input per rollout) is accepted too and returns the rollouts' JSON records
+        (:meth:`~verifiers.envs._classic.ClassicEnvironmentMixin._run_classic_group`).
         """
         if isinstance(input, list):
-            return await self._run_classic_group(input, client, model, n, sampling_args)  # type: ignore[arg-type]
+            return await self._run_classic_group(input, client, model, n, sampling_args)
         states = [
             await self.init_state(
                 input, client, model, sampling_args, rollout_index=first_index + i
             )
-            for i in range(n)
+            for i in range(self._group_size(n))
         ]
         await self._run_states(states, score=score, semaphore=semaphore)
         return states
+
+    @staticmethod
+    def _group_size(n: object) -> int:
+        """``n`` of ``run_group(input, client, model, n)``, or a clear error."""
+        if isinstance(n, int) and not isinstance(n, bool):
+            return n
+        raise ConfigError(
+            f"run_group(input, client, model, n, ...) takes the number of rollouts n, not "
+            f"{type(n).__name__}; pass a list of inputs (one per rollout) for the classic shape"
+        )
 
     async def _run_states(
         self, states: list[State], *, score: bool, semaphore: asyncio.Semaphore | None
@@ -616,27 +600,6 @@ class Environment:
                 await self._score(states, group=True)
         finally:
             await asyncio.gather(*(self._cleanup(s) for s in states))
-
-    async def _run_classic_group(
-        self,
-        group_inputs: list[Mapping[str, Any]],
-        client: Any,
-        model: str,
-        sampling_args: Any,
-        extra: Any,
-    ) -> list[Any]:
-        """``run_group(group_inputs, client, model, sampling_args, ...)``, the classic shape."""
-        from verifiers.clients.base import as_client
-        from verifiers.results import state_to_record
-
-        args = sampling_args if isinstance(sampling_args, dict) else extra
-        resolved = as_client(client)
-        states = [
-            await self.init_state(row, resolved, model, args, rollout_index=i)
-            for i, row in enumerate(group_inputs)
-        ]
-        await self._run_states(states, score=True, semaphore=None)
-        return [state_to_record(s) for s in states]
 
     @property
     def has_group_rewards(self) -> bool:
@@ -699,80 +662,6 @@ class Environment:
             except Exception:
                 logger.exception("teardown handler %s failed", handler.__name__)
 
-    # ------------------------------------------------------------------ evaluation facades
-
-    async def evaluate(
-        self,
-        client: Any,
-        model: str,
-        sampling_args: SamplingArgs | None = None,
-        num_examples: int = -1,
-        rollouts_per_example: int = 1,
-        max_concurrent: int = -1,
-        **kwargs: Any,
-    ) -> EvalResult:
-        """Evaluate on the eval dataset (classic call shape). See :func:`verifiers.evaluate_async`."""
-        from verifiers.evaluation import evaluate_async
-
-        return await evaluate_async(
-            self,
-            client=client,
-            model=model,
-            sampling_args=sampling_args,
-            num_examples=num_examples,
-            rollouts_per_example=rollouts_per_example,
-            max_concurrent=max_concurrent,
-            **kwargs,
-        )
-
-    async def generate(
-        self,
-        inputs: Any,
-        client: Any,
-        model: str,
-        sampling_args: SamplingArgs | None = None,
-        max_concurrent: int = -1,
-        **kwargs: Any,
-    ) -> EvalResult:
-        """Roll out and score the given rows (a ``datasets.Dataset`` or a list of dicts with
-        ``prompt`` or ``question``, ``answer``, ``info``, ``task``), classic call shape."""
-        from verifiers.evaluation import evaluate_async
-
-        return await evaluate_async(
-            self,
-            client=client,
-            model=model,
-            inputs=inputs,
-            sampling_args=sampling_args,
-            max_concurrent=max_concurrent,
-            **kwargs,
-        )
-
-    def generate_sync(self, inputs: Any, client: Any, model: str, **kwargs: Any) -> EvalResult:
-        """Blocking :meth:`generate`."""
-        from verifiers.evaluation import evaluate
-
-        return evaluate(self, client=client, model=model, inputs=inputs, **kwargs)
-
-    def format_inputs(self, inputs: Any) -> list[dict[str, Any]]:
-        """Caller-given rows formatted like dataset rows (prompt built, ids added)."""
-        if isinstance(inputs, list):
-            # info dicts of different shapes (rows of several environments) cannot share an
-            # Arrow column: they travel as JSON, which _normalise_row decodes
-            inputs = [
-                {**r, "info": json.dumps(r["info"])} if isinstance(r.get("info"), dict) else r
-                for r in inputs
-            ]
-        return [self._normalise_row(r) for r in self.format_dataset(_to_dataset(inputs)).to_list()]
-
-    def evaluate_sync(self, client: Any, model: str, **kwargs: Any) -> EvalResult:
-        """Blocking :meth:`evaluate` (refuses to run inside a running event loop)."""
-        from verifiers.evaluation import evaluate
-
-        kwargs.setdefault("num_examples", -1)  # the classic defaults of evaluate()
-        kwargs.setdefault("rollouts_per_example", 1)
-        return evaluate(self, client=client, model=model, **kwargs)
-
 
 class _RolloutTimeout(Exception):
     pass
@@ -786,47 +675,7 @@ def _error_record(e: BaseException) -> dict[str, Any]:
     }
 
 
-def _unpack_env_response(reply: Any, state: State) -> Any:
-    """Accept the classic shapes: new messages, ``(messages, state)``, one message, or text."""
-    if isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[1], dict):
-        new_state = reply[1]
-        if new_state is not state:
-            state.update(new_state)
-        reply = reply[0]
-    if reply is None:
-        return []
-    if isinstance(reply, dict):
-        return [reply]
-    return reply
-
-
-def _to_dataset(raw: DatasetLike) -> Dataset:
-    from datasets import Dataset
-
-    if callable(raw) and not isinstance(raw, Dataset):
-        raw = raw()
-    if isinstance(raw, Dataset):
-        return raw
-    if isinstance(raw, list):
-        try:
-            return Dataset.from_list(raw)
-        except (TypeError, ValueError) as e:  # pyarrow's ArrowTypeError / ArrowInvalid
-            raise ConfigError(
-                f"the rows cannot form a datasets.Dataset ({type(e).__name__}: {e}); each column "
-                "must hold one type in every row (store an 'info' that varies as a JSON string)"
-            ) from None
-    if isinstance(raw, dict):  # columns, the classic ``generate(inputs={...})`` shape
-        lengths = {k: len(v) for k, v in raw.items() if isinstance(v, list)}
-        if len(lengths) != len(raw) or len(set(lengths.values())) > 1:
-            raise ConfigError(
-                "a dict of inputs must map each column name to a list, all of one length; got "
-                + ", ".join(f"{k}: {type(v).__name__}" for k, v in raw.items())
-            )
-        return Dataset.from_dict(raw)
-    to_list = getattr(raw, "to_list", None)
-    if callable(to_list):  # e.g. an IterableDataset slice or a pandas frame
-        return Dataset.from_list(list(to_list()))
-    raise ConfigError(
-        f"dataset must be a datasets.Dataset, a list of dicts or a dict of columns, not "
-        f"{type(raw).__name__}"
-    )
+# classic (0.3.x) module-level names
+from verifiers.envs.classic_extras import EnvironmentTeardown as EnvironmentTeardown  # noqa: E402
+from verifiers.envs.classic_extras import RolloutCleanup as RolloutCleanup  # noqa: E402
+from verifiers.envs.classic_extras import StopCondition as StopCondition  # noqa: E402

@@ -44,3 +44,8 @@ class MultiTurnEnv(Environment):
     @abc.abstractmethod
     async def env_response(self, messages: Messages, state: State, **kwargs: Any) -> Messages:
         """The environment's reply to the model's last message: the messages to append."""
+
+
+from verifiers.rubrics.monitor_rubrics import (  # noqa: E402  (classic module-level name)
+    MultiTurnMonitorRubric as MultiTurnMonitorRubric,
+)

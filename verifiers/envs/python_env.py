@@ -274,3 +274,19 @@ class PythonEnv(SandboxEnv):
         metrics["python_timeouts"] = float(python_state.get("timeouts", 0))
         metrics["python_restarts"] = float(python_state.get("restarts", 0))
         metrics["python_oom"] = float(python_state.get("oom", 0))
+
+
+# classic (0.3.x) module-level names
+from verifiers.envs.classic_extras import (  # noqa: E402
+    PythonWorkerDeadError as PythonWorkerDeadError,
+)
+from verifiers.envs.classic_extras import (  # noqa: E402
+    PythonWorkerNotReadyError as PythonWorkerNotReadyError,
+)
+from verifiers.envs.classic_extras import (  # noqa: E402
+    PythonWorkerRequestError as PythonWorkerRequestError,
+)
+from verifiers.envs.classic_extras import PythonWorkerState as PythonWorkerState  # noqa: E402
+from verifiers.rubrics.monitor_rubrics import (  # noqa: E402
+    PythonMonitorRubric as PythonMonitorRubric,
+)

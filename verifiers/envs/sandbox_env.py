@@ -348,3 +348,12 @@ class SandboxEnv(StatefulToolEnv):
         metrics["sandbox_timeouts"] = float(sandbox_state.get("timeouts", 0))
         metrics["sandbox_oom"] = float(sandbox_state.get("oom", 0))
         metrics["sandbox_truncated"] = float(sandbox_state.get("truncated", 0))
+
+
+# classic (0.3.x) module-level names
+from verifiers.envs.classic_extras import SandboxCreationError as SandboxCreationError  # noqa: E402
+from verifiers.envs.classic_extras import SandboxNotReadyError as SandboxNotReadyError  # noqa: E402
+from verifiers.envs.classic_extras import SandboxState as SandboxState  # noqa: E402
+from verifiers.rubrics.monitor_rubrics import (  # noqa: E402
+    SandboxMonitorRubric as SandboxMonitorRubric,
+)

@@ -51,3 +51,6 @@ class StatefulToolEnv(ToolEnv):
             self.update_tool_args, tool_name, tool_args, messages, state
         )
         return dict(result if result is not None else tool_args)
+
+
+from verifiers.envs.classic_extras import filter_signature as filter_signature  # noqa: E402

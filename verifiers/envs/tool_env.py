@@ -10,11 +10,13 @@ from typing import Any
 from verifiers.decorators import stop
 from verifiers.envs.multiturn_env import MultiTurnEnv
 from verifiers.errors import ConfigError, InfraError, ToolCallError, ToolParseError
+from verifiers.messages import ToolMessage
+from verifiers.rubrics.monitor_rubrics import ToolMonitorRubric, count_tool_calls
 from verifiers.types import Message, Messages, State
 from verifiers.utils.async_utils import is_async_callable
 from verifiers.utils.tool_schema import function_to_tool_schema, tool_name
 
-__all__ = ["ToolEnv"]
+__all__ = ["ToolEnv", "ToolMonitorRubric"]
 
 
 def _default_error_formatter(e: Exception) -> str:
@@ -99,7 +101,7 @@ class ToolEnv(MultiTurnEnv):
             result = func(**tool_args)
             if asyncio.iscoroutine(result):
                 result = await result
-        return {"role": "tool", "content": _tool_content(result), "tool_call_id": tool_call_id}
+        return ToolMessage(content=_tool_content(result), tool_call_id=tool_call_id)
 
     async def prepare_tool_args(
         self, tool_name: str, tool_args: dict[str, Any], messages: Messages, state: State
@@ -111,7 +113,6 @@ class ToolEnv(MultiTurnEnv):
         call_id = str(call.get("id") or "")
         fn = call.get("function") or call
         name = str(fn.get("name") or "")
-        counts: dict[str, int] = state.setdefault("tool_call_counts", {})
         try:
             if name not in self.tool_map:
                 raise ToolParseError(
@@ -124,7 +125,6 @@ class ToolEnv(MultiTurnEnv):
                 raise ToolParseError(f"arguments of {name!r} are not valid JSON: {e}") from e
             if not isinstance(args, dict):
                 raise ToolParseError(f"arguments of {name!r} must be a JSON object")
-            counts[name] = counts.get(name, 0) + 1
             args = await self.prepare_tool_args(name, args, messages, state)
             try:
                 return await self.call_tool(name, args, call_id)
@@ -140,7 +140,7 @@ class ToolEnv(MultiTurnEnv):
                 raise
             state["tool_errors"] = state.get("tool_errors", 0) + 1
             text = self.error_formatter(cause if isinstance(cause, Exception) else e)
-            return {"role": "tool", "content": text, "tool_call_id": call_id}
+            return ToolMessage(content=text, tool_call_id=call_id)
 
     async def env_response(self, messages: Messages, state: State, **kwargs: Any) -> Messages:
         calls = messages[-1].get("tool_calls") or []
@@ -149,7 +149,9 @@ class ToolEnv(MultiTurnEnv):
         return list(await asyncio.gather(*(self._run_call(c, messages, state) for c in calls)))
 
     def add_metrics(self, state: State) -> None:
-        counts: dict[str, int] = state.get("tool_call_counts", {})
+        # the calls the model made, also those a limit stopped before they ran (as 0.3.x)
+        counts = count_tool_calls(state.get("completion"))
+        state["tool_call_counts"] = counts
         metrics = state["metrics"]
         metrics["total_tool_calls"] = float(sum(counts.values()))
         for name in self.tool_map:

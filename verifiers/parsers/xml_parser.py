@@ -207,8 +207,9 @@ class XMLParser(Parser):
         """Format score of one message in [0, 1].
 
         0 when the message is malformed (unclosed, stray or nested schema tags) or has no
-        field with content. Otherwise 0.6 x the share of fields present with content, + 0.2 when
-        it starts with the first field's tag, + 0.2 when it ends with the last field's tag.
+        field with content. Otherwise 0.2 + 0.4 x the share of fields present with content,
+        + 0.2 when it starts with the first field's tag, + 0.2 when it ends with the last
+        field's tag (0.3.x's weights for well-formed messages).
         """
         text = self._prepare(text)
         occurrences, well_formed = self._scan(text)
@@ -220,7 +221,7 @@ class XMLParser(Parser):
             return 0.0
         body = text.strip()
         first, last = self._fields[0][1], self._fields[-1][1]
-        score = 0.6 * n_present / len(self._fields)
+        score = 0.2 + 0.4 * n_present / len(self._fields)
         if any(body.startswith(f"<{t}>") for t in first):
             score += 0.2
         if any(body.endswith(f"</{t}>") for t in last):

@@ -36,7 +36,7 @@ from verifiers.parsers.parser import Parser
 from verifiers.rubrics.rubric import Rubric
 from verifiers.types import Messages, State
 
-__all__ = ["MathRubric", "shutdown_math_pools"]
+__all__ = ["MathRubric", "shutdown_math_pools", "verify_response"]
 
 TIMEOUT_METRIC = "math_verify_timeout"
 
@@ -234,3 +234,28 @@ class MathRubric(Rubric):
                 metrics = state["metrics"] = {}
             metrics[TIMEOUT_METRIC] = 1.0 if timed_out else 0.0
         return score
+
+
+def verify_response(
+    response: str, answer: str, max_verify_chars: int, timeout_seconds: int = 5
+) -> tuple[float, float]:
+    """``(score, seconds)`` of checking ``response`` against ``answer`` with math-verify in this
+    process (the classic module-level helper). An empty response, one longer than
+    ``max_verify_chars``, a parse failure or a timeout (main thread only) scores 0."""
+    import time
+
+    started = time.perf_counter()
+    if not response or len(response) > max_verify_chars:
+        return 0.0, time.perf_counter() - started
+    try:
+        if threading.current_thread() is threading.main_thread():
+            score, _ = _verify(response, answer, float(timeout_seconds))
+        else:  # SIGALRM works only in the main thread: check without the timer
+            from math_verify import parse, verify
+
+            gold = parse(_boxed(answer), parsing_timeout=None)  # type: ignore[arg-type]
+            predicted = parse(_boxed(response), parsing_timeout=None)  # type: ignore[arg-type]
+            score = 1.0 if gold and predicted and verify(gold, predicted) else 0.0
+    except Exception:
+        score = 0.0
+    return score, time.perf_counter() - started

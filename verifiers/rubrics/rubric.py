@@ -31,7 +31,7 @@ import functools
 import inspect
 import math
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,11 @@ from verifiers.errors import ConfigError
 from verifiers.parsers.parser import Parser
 from verifiers.types import State
 
-__all__ = ["Rubric", "func_name"]
+__all__ = ["GroupScoreObjectProvider", "Rubric", "ScoreObjectProvider", "func_name"]
+
+# classic (0.3.x) names: callables giving extra objects to reward functions
+ScoreObjectProvider = Callable[[State], Mapping[str, object]]
+GroupScoreObjectProvider = Callable[[list[State]], Mapping[str, object]]
 
 # reward function argument -> (state key, default when the state lacks it)
 _STATE_ARGS: dict[str, tuple[str, Any]] = {

@@ -81,18 +81,11 @@ static void send_words(const char *fmt, ...) {
     if (send(sock, buf, (size_t)n, MSG_NOSIGNAL) < 0) shutdown_agent();
 }
 
-static void kill_job(pid_t pid) {
-    /* the command's process group, and the command itself in case it has not made its own
-     * session yet (just forked) */
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-}
-
-/* Every descendant of this process (Linux /proc/PID/task/TID/children), appended to *out. */
-static size_t descendants(pid_t **out) {
+/* Every descendant of process root (Linux /proc/PID/task/TID/children), appended to *out. */
+static size_t descendants(pid_t root, pid_t **out) {
     size_t n = 0, cap = 64, next = 0;
     pid_t *found = malloc(cap * sizeof *found);
-    pid_t current = getpid();
+    pid_t current = root;
     if (found == NULL) return 0;
     for (;;) {
         char path[64];
@@ -127,13 +120,47 @@ static size_t descendants(pid_t **out) {
     return n;
 }
 
+/* Kill a command and everything it started. Its first process is a child subreaper (set
+ * before its exec), so descendants that detach (double fork, setsid) are re-parented to it and
+ * stay in its tree while it lives: stop it, kill its tree until nothing is left (a process
+ * forking meanwhile is found on the next round), then kill it and its process group. */
+static int is_zombie(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1; /* gone */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 1;
+    buf[n] = '\0';
+    char *end = strrchr(buf, ')'); /* the state follows the command name's ")" */
+    return end == NULL || end[1] == '\0' || end[2] == 'Z' || end[2] == 'X';
+}
+
+static void kill_job(pid_t pid) {
+    kill(pid, SIGSTOP);
+    for (int round = 0; round < 1000; round++) {
+        pid_t *left = NULL;
+        size_t n = descendants(pid, &left), alive = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (is_zombie(left[i])) continue; /* dead, reaped when the command is */
+            kill(left[i], SIGKILL);
+            alive++;
+        }
+        free(left);
+        if (alive == 0) break;
+    }
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
+
 static void shutdown_agent(void) {
     for (size_t i = 0; i < njobs; i++) kill_job(jobs[i].pid);
     if (subreaper) { /* kill every descendant and wait until they are gone (bounded) */
         double deadline = now() + 5.0;
         while (now() < deadline) {
             pid_t *left = NULL;
-            size_t n = descendants(&left);
+            size_t n = descendants(getpid(), &left);
             for (size_t i = 0; i < n; i++) kill(left[i], SIGKILL);
             free(left);
             if (n == 0 || wait(NULL) < 0) break;
@@ -195,6 +222,7 @@ static void child(char **argv, char **envp, const char *cwd, const char *path_va
                   int nfds, int has_stdin) {
     int stdio[3], k = 0;
     setsid();
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* kept across the exec: see kill_job */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -68,6 +68,7 @@ def _child(run: list, fds: list, workdir: str) -> None:  # type: ignore[type-arg
     code = 127
     try:
         os.setsid()
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # kept across the exec: see _kill
         for sig in (signal.SIGPIPE, signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
@@ -119,13 +120,38 @@ def _child(run: list, fds: list, workdir: str) -> None:  # type: ignore[type-arg
 
 
 def _kill(pid: int) -> None:
-    """Kill a command's process group, and the command itself in case it has not yet made
-    its own session (just forked)."""
+    """Kill a command and everything it started. Its first process is a child subreaper (set
+    before its exec), so descendants that detach (double fork, setsid) stay in its tree while
+    it lives: stop it, kill its tree until nothing is left, then it and its process group."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except OSError:
+        pass
+    for _ in range(1000):
+        left = [p for p in _descendants(pid) if not _is_zombie(p)]
+        for child in left:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        if not left:
+            break
     for kill in (os.killpg, os.kill):
         try:
             kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _is_zombie(pid: int) -> bool:
+    """Dead (or gone) already: a zombie is reaped by its parent, not killed."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state in (b"Z", b"X", b"")
 
 
 def _prctl(option: int, value: int) -> bool:

@@ -17,6 +17,9 @@ from pathlib import Path
 PREFIX = "vf-sandbox-"
 
 
+_CONTROLLERS = ("pids", "memory", "cpu")
+
+
 def _mounts() -> tuple[dict[str, Path], Path | None]:
     """cgroup v1 mount point per controller, and the cgroup v2 mount point."""
     v1: dict[str, Path] = {}
@@ -33,7 +36,7 @@ def _mounts() -> tuple[dict[str, Path], Path | None]:
             continue
         fstype, options = rest[0], rest[2].split(",")
         if fstype == "cgroup":
-            for ctrl in ("pids", "memory"):
+            for ctrl in _CONTROLLERS:
                 if ctrl in options:
                     v1[ctrl] = Path(fields[4])
         elif fstype == "cgroup2" and v2 is None:
@@ -53,7 +56,7 @@ def _own_paths() -> tuple[dict[str, str], str | None]:
         if ctrls == "":
             v2 = path
         for ctrl in ctrls.split(","):
-            if ctrl in ("pids", "memory"):
+            if ctrl in _CONTROLLERS:
                 v1[ctrl] = path
     return v1, v2
 
@@ -76,7 +79,7 @@ def _parents() -> list[_Parent]:
     found: list[_Parent] = []
     mounts, v2_mount = _mounts()
     own, v2_own = _own_paths()
-    for ctrl in ("pids", "memory"):
+    for ctrl in _CONTROLLERS:
         if ctrl in mounts and ctrl in own:
             path = mounts[ctrl] / own[ctrl].lstrip("/")
             if os.access(path, os.W_OK):
@@ -87,7 +90,7 @@ def _parents() -> list[_Parent]:
             available = (path / "cgroup.subtree_control").read_text().split()
         except OSError:
             available = []
-        for ctrl in ("pids", "memory"):
+        for ctrl in _CONTROLLERS:
             if ctrl in available and not any(p.controller == ctrl for p in found):
                 if os.access(path, os.W_OK):
                     found.append(_Parent(ctrl, path, v2=True))
@@ -171,6 +174,9 @@ def _remove(group: Path, wait_s: float = 0.0) -> None:
         time.sleep(0.005)
 
 
+_CPU_PERIOD_US = 100_000
+
+
 class SandboxCgroup:
     """The cgroups of one sandbox: :meth:`create` makes them, then the sandbox's first process
     joins them, by itself through :meth:`self_join_files` (cgroup v1) or moved by
@@ -184,16 +190,24 @@ class SandboxCgroup:
     launcher, is longer than the wait, which it hides.)
     """
 
-    def __init__(self, sandbox_id: str, memory_bytes: int | None, max_pids: int | None) -> None:
+    def __init__(
+        self,
+        sandbox_id: str,
+        memory_bytes: int | None,
+        max_pids: int | None,
+        cpus: float | None = None,
+    ) -> None:
         self.name = f"{PREFIX}{os.getpid()}-{sandbox_id}"
         self.memory_bytes = memory_bytes
         self.max_pids = max_pids
+        self.cpus = cpus
         #: where this sandbox's groups go: the hierarchies with a controller it has a limit for
         self.parents = [
             p
             for p in _parents()
             if (p.controller == "memory" and memory_bytes is not None)
             or (p.controller == "pids" and max_pids is not None)
+            or (p.controller == "cpu" and cpus is not None)
         ]
         #: the groups made, by controller
         self.groups: dict[str, Path] = {}
@@ -242,6 +256,13 @@ class SandboxCgroup:
             group.mkdir()
             if parent.controller == "pids":
                 (group / "pids.max").write_text(str((self.max_pids or 0) + extra_pids))
+            elif parent.controller == "cpu":  # a quota of cpus cores per 100 ms period
+                quota = max(1000, int((self.cpus or 1.0) * _CPU_PERIOD_US))
+                if parent.v2:
+                    (group / "cpu.max").write_text(f"{quota} {_CPU_PERIOD_US}")
+                else:
+                    (group / "cpu.cfs_period_us").write_text(str(_CPU_PERIOD_US))
+                    (group / "cpu.cfs_quota_us").write_text(str(quota))
             elif parent.v2:
                 (group / "memory.max").write_text(str(self.memory_bytes))
                 (group / "memory.swap.max").write_text("0")

@@ -43,7 +43,9 @@ class SandboxLimits:
     file written; ``open_files`` descriptors per process; ``processes`` processes and threads
     in the sandbox; ``disk_mb`` the private work dir and ``/tmp`` (each). ``timeout`` is the
     default wall-clock limit of ``exec``; ``max_output_bytes`` caps stdout and stderr each
-    (the rest is discarded and ``truncated`` set).
+    (the rest is discarded and ``truncated`` set). ``cpus``: CPU time for the sandbox as a whole,
+    in cores (a cgroup CPU quota: ``cpu.max`` where the cgroup v2 cpu controller is writable,
+    ``--cpus`` for docker).
     """
 
     memory_mb: int | None = 1024
@@ -55,6 +57,7 @@ class SandboxLimits:
     timeout: float = 60.0
     max_output_bytes: int = 1 << 20
     start_timeout: float = 30.0
+    cpus: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "cpu_seconds", "file_size_mb", "open_files", "processes"):
@@ -71,6 +74,8 @@ class SandboxLimits:
             raise ConfigError("SandboxLimits.timeout and start_timeout must be positive")
         if self.max_output_bytes < 0:
             raise ConfigError("SandboxLimits.max_output_bytes must be >= 0")
+        if self.cpus is not None and not 0 < self.cpus < float("inf"):
+            raise ConfigError(f"SandboxLimits.cpus must be positive or None, got {self.cpus!r}")
 
     def replace(self, **changes: Any) -> SandboxLimits:
         unknown = set(changes) - set(self.to_dict())

@@ -21,10 +21,13 @@ by SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import re
+import secrets
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +50,7 @@ _NETWORK_FILES = (
     "/etc/ca-certificates",
     "/etc/gai.conf",
 )
+_SLIRP_RESOLV = "nameserver 10.0.2.3\n"  # slirp4netns's DNS forwarder
 _BASE_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
 # who the sandbox's user is, for programs that look it up (whoami, git, pip --user)
 _IDENTITY_FILES = {
@@ -57,9 +61,48 @@ _IDENTITY_FILES = {
 
 
 def sandbox_host_uid() -> int:
-    """The host uid sandbox processes run as: ``nobody`` when this process is root (host paths
-    bound into a sandbox must then be readable by it), else this process's uid."""
+    """The host uid sandbox processes run as when this process is not root: its own. (As root,
+    each live sandbox gets its own uid from :func:`sandbox_uid_range`: ``sandbox.host_uid``.)"""
     return NOBODY if os.geteuid() == 0 else os.geteuid()
+
+
+_DEFAULT_UID_RANGE = "600000-665535"
+_uids_in_use: set[int] = set()
+
+
+def sandbox_uid_range() -> range:
+    """The host uids (and gids) sandboxes of a root process run as, one per live sandbox, so
+    that no per-user kernel quota (inotify instances, key rings, message queues, user
+    namespaces, processes) is shared between sandboxes or with host users:
+    ``$VF_SANDBOX_UID_RANGE`` (``FIRST-LAST``; default 600000-665535). Host paths bound into a
+    sandbox must be readable by any of them."""
+    text = os.environ.get("VF_SANDBOX_UID_RANGE", _DEFAULT_UID_RANGE)
+    first, sep, last = text.partition("-")
+    try:
+        lo, hi = int(first), int(last)
+    except ValueError:
+        lo = hi = -1
+    if not sep or not 0 < lo <= hi < 2**31 - 1:
+        raise SandboxError(
+            f"VF_SANDBOX_UID_RANGE={text!r}: give FIRST-LAST, unused host uids (e.g. "
+            f"{_DEFAULT_UID_RANGE})"
+        )
+    return range(lo, hi + 1)
+
+
+def _take_uid() -> int:
+    """A uid of the range that no live sandbox of this process uses (random: processes sharing
+    a range rarely meet)."""
+    uids = sandbox_uid_range()
+    start = secrets.randbelow(len(uids))
+    for i in range(len(uids)):
+        uid = uids[(start + i) % len(uids)]
+        if uid not in _uids_in_use:
+            _uids_in_use.add(uid)
+            return uid
+    raise SandboxError(
+        f"every uid of VF_SANDBOX_UID_RANGE ({uids.start}-{uids.stop - 1}) is in use"
+    )
 
 
 def bwrap_available() -> bool:
@@ -99,14 +142,27 @@ class BwrapSandbox(AgentSandbox):
         ro_binds: dict[str, str] | None = None,
         bwrap: str | None = None,
         agent: str = "auto",
+        host_network: bool = False,
     ) -> None:
         super().__init__(limits, network=network, agent=agent)
         self.ro_binds = dict(ro_binds or {})
+        # network=True: the sandbox's own network namespace behind user-mode networking
+        # (slirp4netns): the outside is reachable, the host's loopback services are not.
+        # host_network=True shares the host's network instead (an explicit opt-in).
+        self.host_network = bool(network and host_network)
+        self._slirp: subprocess.Popen[bytes] | None = None
+        if network and not host_network and shutil.which("slirp4netns") is None:
+            raise SandboxError(
+                "network=True needs slirp4netns for the sandbox's own network (apt-get install "
+                "slirp4netns), or host_network=True to share the host's network, loopback "
+                "services included"
+            )
         self._bwrap = bwrap
         self._cgroup: SandboxCgroup | None = None
         self._cgroup_prime: asyncio.Future[None] | None = None
         self._cgroup_setup: asyncio.Future[None] | None = None
         self._info_fd: int | None = None
+        self.host_uid: int | None = None if os.geteuid() == 0 else os.geteuid()
 
     def _workdir(self) -> str:
         return WORKDIR
@@ -121,6 +177,9 @@ class BwrapSandbox(AgentSandbox):
         args += ["--", *self._agent_command(python, agent_fd, config, _AGENT_INSIDE)]
         joins = self._make_cgroups()
         root = os.geteuid() == 0
+        if root and self.host_uid is None:
+            self.host_uid = _take_uid()
+        uid = str(self.host_uid)
         if self._native is not None and (joins or root):
             # the native agent's launcher mode: join the cgroups, become nobody when root, exec
             # bwrap (a few milliseconds faster than setpriv, the fallback)
@@ -128,10 +187,10 @@ class BwrapSandbox(AgentSandbox):
             for path in joins:
                 launcher += ["--join", path]
             if root:
-                launcher += ["--as-user", str(NOBODY), str(NOBODY)]
+                launcher += ["--as-user", uid, uid]
             return [*launcher, "--", bwrap, *args]
-        if root:  # bwrap runs as nobody
-            setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        if root:  # bwrap runs as the sandbox's own uid
+            setpriv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
             return [*setpriv, "--", bwrap, *args]
         return [bwrap, *args]
 
@@ -141,7 +200,7 @@ class BwrapSandbox(AgentSandbox):
         (``_while_starting``); see ``SandboxCgroup`` for why."""
         lim = self.limits
         memory = (lim.memory_mb << 20) if lim.memory_mb is not None else None
-        self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes)
+        self._cgroup = cgroup = SandboxCgroup(self.id, memory, lim.processes, lim.cpus)
         launcher_joins = self._native is not None
         cgroup.create(launcher_joins)
         if not launcher_joins:
@@ -154,7 +213,7 @@ class BwrapSandbox(AgentSandbox):
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
         args = ["--unshare-all", "--unshare-user", "--disable-userns"]
-        if self.network:
+        if self.host_network:
             args.append("--share-net")
         args += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
         # the agent is the pid namespace's init: programs cannot signal it (not even SIGKILL),
@@ -163,7 +222,10 @@ class BwrapSandbox(AgentSandbox):
         args += _system_args()
         if self.network:
             for path in _NETWORK_FILES:
-                args += ["--ro-bind-try", path, path]
+                if path == "/etc/resolv.conf" and not self.host_network:
+                    args += ["--file", str(self._data_fd(_SLIRP_RESOLV)), path]
+                else:
+                    args += ["--ro-bind-try", path, path]
         for path in python_binds:
             args += ["--ro-bind", path, path]
         for host_path, inside in self.ro_binds.items():
@@ -177,20 +239,24 @@ class BwrapSandbox(AgentSandbox):
             binary = os.open(self._native, os.O_RDONLY | os.O_CLOEXEC)
             self._launch_fds.append(binary)
             args += ["--perms", "0555", "--file", str(binary), _AGENT_INSIDE]
+        args += ["--seccomp", str(self._data_fd(_seccomp_filter()))]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        for mount in ("/tmp", WORKDIR):
+        # /dev is bwrap's tmpfs, unsized and writable: made read-only; /dev/shm, the one
+        # place there programs need to write, gets its own tmpfs sized like the others
+        for mount, perms in (("/tmp", "0755"), (WORKDIR, "0755"), ("/dev/shm", "1777")):
             if lim.disk_mb is not None:
                 args += ["--size", str(lim.disk_mb << 20)]
-            args += ["--perms", "0755", "--tmpfs", mount]
+            args += ["--perms", perms, "--tmpfs", mount]
+        args += ["--remount-ro", "/dev"]  # (not its submounts: /dev/shm stays writable)
         # the root tmpfs bwrap builds is made read-only: only the work dir and /tmp are writable
         args += ["--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
         return args
 
-    def _data_fd(self, content: str) -> int:
-        """A pipe holding ``content`` for bwrap to copy into the sandbox (small: it fits the
-        pipe buffer, so it is written at once)."""
+    def _data_fd(self, content: str | bytes) -> int:
+        """A pipe holding ``content`` for bwrap to read (small: it fits the pipe buffer, so it
+        is written at once)."""
         read_end, write_end = os.pipe()
-        os.write(write_end, content.encode())
+        os.write(write_end, content.encode() if isinstance(content, str) else content)
         os.close(write_end)
         self._launch_fds.append(read_end)
         return read_end
@@ -210,6 +276,8 @@ class BwrapSandbox(AgentSandbox):
         agent = int(match.group(1))
         self._extra_pids = [agent]
         _LIVE[id(self)] = (self._proc.pid, agent)
+        if self.network and not self.host_network:
+            await self._start_slirp(agent)
         cgroup = self._cgroup
         moves = cgroup.host_moves(self._native is not None) if cgroup is not None else []
         if cgroup is not None and moves:
@@ -223,20 +291,63 @@ class BwrapSandbox(AgentSandbox):
             except OSError as e:
                 raise SandboxError(f"cannot put the sandbox into its cgroup: {e}") from e
 
+    async def _start_slirp(self, agent: int) -> None:
+        """Give the sandbox's network namespace a user-mode network (slirp4netns, outside the
+        sandbox): NAT to the outside, the host's loopback refused, DNS at 10.0.2.3."""
+        ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
+        args = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback"]
+        if os.geteuid() != 0:
+            args.append(f"--userns-path=/proc/{agent}/ns/user")
+        args += [f"--ready-fd={ready_w}", str(agent), "tap0"]
+        try:
+            self._slirp = _popen(args, ready_w)
+            os.close(ready_w)
+            ready_w = -1
+            self._extra_pids.append(self._slirp.pid)
+            ready = await asyncio.wait_for(asyncio.to_thread(os.read, ready_r, 1), 10.0)
+        except (OSError, TimeoutError) as e:
+            raise SandboxError(f"slirp4netns did not set up the sandbox's network: {e}") from e
+        finally:
+            os.close(ready_r)
+            if ready_w >= 0:
+                os.close(ready_w)
+        if ready != b"1":
+            err = self._slirp.stderr.read(2000) if self._slirp.stderr else b""
+            raise SandboxError(f"slirp4netns failed: {err.decode(errors='replace').strip()}")
+
+    def _reap_slirp(self) -> None:
+        slirp, self._slirp = self._slirp, None
+        if slirp is not None:
+            with contextlib.suppress(OSError):
+                slirp.kill()
+            with contextlib.suppress(Exception):
+                slirp.wait(timeout=5)
+            if slirp.stderr is not None:
+                slirp.stderr.close()
+
     def oom_kills(self) -> int | None:
         return self._cgroup.oom_kills() if self._cgroup is not None else None
 
     async def _cleanup(self) -> None:
         self._close_info_fd()
+        self._reap_slirp()
         started = (self._cgroup_prime, self._cgroup_setup)
         await asyncio.gather(*(f for f in started if f is not None), return_exceptions=True)
         if self._cgroup is not None:
             await self._cgroup.remove_async()
+        self._release_uid()
 
     def _cleanup_sync(self) -> None:
         self._close_info_fd()
+        self._reap_slirp()
         if self._cgroup is not None:
             self._cgroup.remove(wait_s=2.0)
+        self._release_uid()
+
+    def _release_uid(self) -> None:
+        if os.geteuid() == 0 and self.host_uid is not None:
+            _uids_in_use.discard(self.host_uid)
+            self.host_uid = None
 
     def _close_info_fd(self) -> None:
         """The info pipe, when the start failed before bwrap's report was read."""
@@ -303,3 +414,22 @@ async def _read_json_object(fd: int) -> bytes:
         loop.remove_reader(fd)
         os.close(fd)
     return b"".join(chunks)
+
+
+@functools.cache
+def _seccomp_filter() -> bytes:
+    from verifiers.sandbox._seccomp import filter_program
+
+    return filter_program()
+
+
+def _popen(args: list[str], keep_fd: int) -> subprocess.Popen[bytes]:
+    """Start a helper next to the sandbox (fork + exec: as quick as the agent's own launch)."""
+    return subprocess.Popen(
+        args,
+        pass_fds=(keep_fd,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )

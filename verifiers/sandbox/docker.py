@@ -7,8 +7,14 @@ memory, pids and ulimits of :class:`SandboxLimits`. The image must provide ``sle
 ``timeout`` (coreutils) and, for Python work, ``python3``: the default is
 ``python:3.11-slim``.
 
-Containers are labelled with the owning process id; containers of a process that died
-without stopping them are removed when the next sandbox of this backend starts.
+Containers are labelled with the owning host and process id; containers of a process of this
+host that died without stopping them are removed when the next sandbox of this backend starts
+(other hosts' containers on a shared engine are left alone). Environment values reach the
+engine in a private file (``--env-file``), never on a command line. A networked sandbox gets a
+bridge network of its own, removed with it. ``SandboxLimits.cpus`` becomes ``--cpus``. A
+command runs under a small supervisor that is a child subreaper: on timeout it kills
+everything the command started, detached descendants included (images without ``python3`` fall
+back to ``timeout -s KILL``, which reaches the command's process group only).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import asyncio
 import contextlib
 import os
 import shutil
+import socket
+import tempfile
 import time
 
 from verifiers.errors import SandboxError
@@ -32,7 +40,74 @@ from verifiers.sandbox.base import (
 __all__ = ["DockerSandbox", "docker_available"]
 
 LABEL = "dev.verifiers.sandbox.owner"
+HOST_LABEL = "dev.verifiers.sandbox.host"
 _swept = False
+
+# Runs ARGV with a deadline; a child subreaper, so that on timeout it finds and kills every
+# descendant, detached ones included; exits like `timeout -s KILL` (137) when it fired.
+_SUPERVISOR = r"""
+import ctypes, os, signal, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+try:
+    child = subprocess.Popen(sys.argv[2:], start_new_session=True)
+except OSError as e:
+    sys.stderr.write(f"{sys.argv[2]}: {e.strerror}\n")
+    sys.exit(127 if isinstance(e, FileNotFoundError) else 126)
+try:
+    code = child.wait(float(sys.argv[1]))
+except subprocess.TimeoutExpired:
+    os.kill(child.pid, signal.SIGSTOP)
+    for _ in range(1000):  # every descendant of this supervisor (orphans come here), alive
+        found, todo = [], [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for t in tasks:
+                try:
+                    kids = [int(k) for k in open(f"/proc/{pid}/task/{t}/children").read().split()]
+                except OSError:
+                    continue
+                found += [k for k in kids if k != child.pid]
+                todo += kids
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:  # reap the orphans that were re-parented here
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        alive = []
+        for pid in found:
+            try:
+                stat = open(f"/proc/{pid}/stat").read()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2] not in "ZX":
+                alive.append(pid)
+        if not alive:
+            break
+    child.kill()
+    child.wait()
+    sys.exit(137)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def host_id() -> str:
+    """This host, as the sweep tells hosts apart on a shared engine."""
+    for path in ("/etc/machine-id", "/proc/sys/kernel/random/boot_id"):
+        with contextlib.suppress(OSError):
+            text = open(path).read().strip()
+            if text:
+                return f"{socket.gethostname()}-{text[:32]}"
+    return socket.gethostname()
 
 
 def docker_available(docker_bin: str = "docker") -> bool:
@@ -88,6 +163,9 @@ class DockerSandbox(Sandbox):
         self.image = image
         self._docker = docker_bin
         self._container: str | None = None
+        self._network_name: str | None = None
+        self._env_dir: str | None = None
+        self._supervised = False
 
     def _exe(self) -> str:
         exe = shutil.which(self._docker)
@@ -106,12 +184,18 @@ class DockerSandbox(Sandbox):
             "-a",
             "--filter",
             f"label={LABEL}",
+            "--filter",
+            f"label={HOST_LABEL}={host_id()}",
             "--format",
-            f'{{{{.ID}}}} {{{{.Label "{LABEL}"}}}}',
+            f'{{{{.ID}}}} {{{{.Label "{LABEL}"}}}} {{{{.Label "{HOST_LABEL}"}}}}',
         )
         dead = []
+        me = host_id()
         for line in out.decode().splitlines():
-            cid, _, owner = line.partition(" ")
+            cid, _, rest = line.partition(" ")
+            owner, _, host = rest.partition(" ")
+            if host != me:  # another host's container on a shared engine
+                continue
             with contextlib.suppress(ValueError):
                 pid = int(owner)
                 try:
@@ -128,7 +212,10 @@ class DockerSandbox(Sandbox):
         await self._sweep()
         lim = self.limits
         args = [exe, "run", "-d", "--rm", "--init", "--label", f"{LABEL}={os.getpid()}"]
-        args += ["--network", "bridge" if self.network else "none"]
+        args += ["--label", f"{HOST_LABEL}={host_id()}"]
+        args += ["--network", await self._own_network() if self.network else "none"]
+        if lim.cpus is not None:
+            args += ["--cpus", f"{lim.cpus:g}"]
         args += ["--user", "1000:1000", "--read-only", "--cap-drop", "ALL"]
         args += ["--security-opt", "no-new-privileges", "--workdir", WORKDIR]
         size = f",size={lim.disk_mb}m" if lim.disk_mb is not None else ""
@@ -150,18 +237,55 @@ class DockerSandbox(Sandbox):
         if code != 0:
             raise SandboxError(f"docker run failed: {err.decode(errors='replace').strip()}")
         self._container = out.decode().strip()
+        probe = await _cli(exe, "exec", self._container, "python3", "-c", "pass", limit_s=60)
+        self._supervised = probe[0] == 0
+
+    async def _own_network(self) -> str:
+        """A bridge network for this sandbox alone: sandboxes cannot reach each other."""
+        name = f"vf-sandbox-{self.id}"
+        code, _, err = await _cli(
+            self._exe(), "network", "create", "--driver", "bridge",
+            "--label", f"{LABEL}={os.getpid()}", "--label", f"{HOST_LABEL}={host_id()}",
+            "-o", "com.docker.network.bridge.enable_icc=false", name,
+        )  # fmt: skip
+        if code != 0:
+            raise SandboxError(f"docker network create failed: {err.decode(errors='replace')}")
+        self._network_name = name
+        return name
 
     async def _stop(self) -> None:
         if self._container is not None:
             with contextlib.suppress(Exception):
                 await _cli(self._exe(), "rm", "-f", self._container, limit_s=60)
+        if self._network_name is not None:
+            with contextlib.suppress(Exception):
+                await _cli(self._exe(), "network", "rm", self._network_name, limit_s=60)
+        if self._env_dir is not None:
+            shutil.rmtree(self._env_dir, ignore_errors=True)
 
-    def _exec_args(self, env: dict[str, str], cwd: str | None, interactive: bool) -> list[str]:
+    def _env_file(self, env: dict[str, str]) -> str:
+        """The environment in a file only this user can read (``--env-file``): values on the
+        engine's command line would show in ``ps`` to every user of the host."""
+        if self._env_dir is None:
+            self._env_dir = tempfile.mkdtemp(prefix="vf-docker-env-")  # 0700
+        for key, value in env.items():
+            if "\n" in value or "\n" in key or "=" in key:
+                raise SandboxError(
+                    f"the docker backend cannot pass the environment variable {key!r}: "
+                    "names without '=' and values without newlines only"
+                )
+        fd, path = tempfile.mkstemp(dir=self._env_dir)  # 0600
+        with os.fdopen(fd, "w") as f:
+            f.write("".join(f"{k}={v}\n" for k, v in env.items()))
+        return path
+
+    def _exec_args(
+        self, env: dict[str, str], cwd: str | None, interactive: bool, env_file: str
+    ) -> list[str]:
         assert self._container is not None
         args = [self._exe(), "exec"] + (["-i"] if interactive else [])
         args += ["-w", cwd if cwd and cwd.startswith("/") else os.path.join(WORKDIR, cwd or "")]
-        for key, value in env.items():
-            args += ["-e", f"{key}={value}"]
+        args += ["--env-file", env_file]
         return [*args, self._container]
 
     async def _run(
@@ -173,15 +297,22 @@ class DockerSandbox(Sandbox):
         timeout: float,  # noqa: ASYNC109
         max_output_bytes: int,
     ) -> RawExecResult:
-        args = self._exec_args(env, cwd, stdin is not None)
-        args += ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
+        env_file = self._env_file(env)
+        args = self._exec_args(env, cwd, stdin is not None, env_file)
+        if self._supervised:
+            args += ["python3", "-c", _SUPERVISOR, f"{timeout:.3f}", *argv]
+        else:
+            args += ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
         started = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *args,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        finally:
+            _remove_later(env_file)
         assert proc.stdout is not None and proc.stderr is not None
         feed = asyncio.ensure_future(_feed(proc, stdin))
         reads = [_capped(proc.stdout, max_output_bytes), _capped(proc.stderr, max_output_bytes)]
@@ -217,14 +348,28 @@ class DockerSandbox(Sandbox):
         )
 
     async def _spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> SandboxProcess:
-        proc = await asyncio.create_subprocess_exec(
-            *self._exec_args(env, cwd, True),
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        env_file = self._env_file(env)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self._exec_args(env, cwd, True, env_file),
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        finally:
+            _remove_later(env_file)
         return _DockerProcess(proc)
+
+
+def _remove_later(path: str, after_s: float = 5.0) -> None:
+    """Remove an env file once the engine's CLI has read it (at its start)."""
+
+    def remove() -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+    asyncio.get_running_loop().call_later(after_s, remove)
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:

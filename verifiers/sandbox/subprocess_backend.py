@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import warnings
@@ -24,6 +25,35 @@ __all__ = ["SubprocessSandbox"]
 
 _ROOT = Path(tempfile.gettempdir()) / f"vf-sandboxes-{os.getuid()}"
 _swept = False
+_private_root: Path | None = None
+
+
+def _is_private(path: Path) -> bool:
+    """``path`` is a real directory (not a link), ours, that no one else can enter or write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077 == 0
+
+
+def _root() -> Path:
+    """The shared parent of work dirs, when it is private to this user; else (someone else
+    made it first, or made it a link, or opened it up) a private one for this process only,
+    so that no other local user can move or replace a work dir under us."""
+    global _private_root
+    with contextlib.suppress(FileExistsError):
+        _ROOT.mkdir(mode=0o700)
+    if _is_private(_ROOT):
+        return _ROOT
+    if _private_root is None or not _is_private(_private_root):
+        warnings.warn(
+            f"{_ROOT} is not a private directory of this user: using a fresh one instead",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        _private_root = Path(tempfile.mkdtemp(prefix=f"vf-sandboxes-{os.getuid()}-"))
+    return _private_root
 
 
 def _sweep() -> None:
@@ -32,6 +62,8 @@ def _sweep() -> None:
     if _swept:
         return
     _swept = True
+    if not _is_private(_ROOT):
+        return
     with contextlib.suppress(OSError):
         for child in _ROOT.iterdir():
             try:
@@ -65,8 +97,8 @@ class SubprocessSandbox(AgentSandbox):
     def _workdir(self) -> str:
         if self._dir is None:
             _sweep()
-            _ROOT.mkdir(mode=0o700, exist_ok=True)
-            self._dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=_ROOT))
+            # mkdtemp: a fresh 0700 directory, in a parent only this user can write
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=_root()))
         return str(self._dir)
 
     def _env(self, env: Any) -> dict[str, str]:

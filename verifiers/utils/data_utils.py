@@ -17,7 +17,24 @@ from verifiers.parsers.extract import extract_boxed_answer, extract_hash_answer
 if TYPE_CHECKING:
     from datasets import Dataset
 
-__all__ = ["EXAMPLE_DATASETS", "load_example_dataset"]
+__all__ = [
+    "BOXED_SYSTEM_PROMPT",
+    "EXAMPLE_DATASETS",
+    "THINK_BOXED_SYSTEM_PROMPT",
+    "extract_boxed_answer",
+    "extract_hash_answer",
+    "get_preprocess_fn",
+    "load_example_dataset",
+]
+
+# system prompts classic math environments pass as ``system_prompt=``
+BOXED_SYSTEM_PROMPT = (
+    "Reason through the problem step by step, then write your final answer inside \\boxed{}."
+)
+THINK_BOXED_SYSTEM_PROMPT = (
+    "First think the problem through inside <think>...</think> tags, then write your final "
+    "answer inside \\boxed{}."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +77,22 @@ EXAMPLE_DATASETS: dict[str, _Source] = {
 }
 
 
+def get_preprocess_fn(name: str) -> Callable[[dict[str, Any]], dict[str, str]]:
+    """The function turning one raw row of example dataset ``name`` into
+    ``{"question", "answer"}`` (what :func:`load_example_dataset` applies)."""
+    source = EXAMPLE_DATASETS.get(name)
+    if source is None:
+        raise ConfigError(
+            f"unknown example dataset {name!r}; available: {', '.join(EXAMPLE_DATASETS)}"
+        )
+
+    def preprocess(row: dict[str, Any]) -> dict[str, str]:
+        return {"question": str(row[source.question]), "answer": source.answer(row)}
+
+    preprocess.__name__ = f"preprocess_{name}"
+    return preprocess
+
+
 def load_example_dataset(
     name: str = "gsm8k", split: str | None = None, n: int | None = None, seed: int = 0
 ) -> Dataset:
@@ -92,9 +125,8 @@ def load_example_dataset(
             ) from e
         parts.append(loaded)
     dataset = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
-    rows = [
-        {"question": str(row[source.question]), "answer": source.answer(row)} for row in dataset
-    ]
+    preprocess = get_preprocess_fn(name)
+    rows = [preprocess(row) for row in dataset]
     out = Dataset.from_list(rows)
     if n is not None and 0 <= n < len(out):
         out = out.shuffle(seed=seed).select(range(n))

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-__all__ = ["print_prompt_completions_sample", "setup_logging"]
+__all__ = [
+    "LOGGER_NAME",
+    "JsonFormatter",
+    "log_level",
+    "print_prompt_completions_sample",
+    "print_size",
+    "print_time",
+    "quiet_verifiers",
+    "setup_logging",
+    "truncate",
+    "warning_once",
+]
 
 
 def setup_logging(
@@ -91,3 +103,79 @@ def print_prompt_completions_sample(
             shown += f"\nerror: {error.get('type') if isinstance(error, dict) else error}"
         table.add_row(_text(prompts[i]), _text(completions[i]), shown)
     Console().print(table)
+
+
+# ---------------------------------------------------------------- classic helpers (0.3.x names)
+
+LOGGER_NAME = "verifiers"
+_warned: set[tuple[str, str]] = set()
+
+
+def warning_once(logger: logging.Logger, msg: str) -> None:
+    """Log ``msg`` as a warning the first time this logger sees it in this process only."""
+    key = (logger.name, msg)
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(msg)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``timestamp`` (UTC ISO 8601), ``level``, ``logger``,
+    ``message`` and, when there is one, ``exception``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+        from datetime import UTC, datetime
+
+        entry: dict[str, Any] = {
+            "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+@contextmanager
+def log_level(level: str | int) -> Iterator[None]:
+    """Set the ``verifiers`` logger's level for the ``with`` block, then restore it."""
+    logger = logging.getLogger(LOGGER_NAME)
+    previous = logger.level
+    logger.setLevel(level.upper() if isinstance(level, str) else level)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+def quiet_verifiers() -> AbstractContextManager[None]:
+    """``with vf.quiet_verifiers():`` shows only warnings and errors from verifiers."""
+    return log_level("WARNING")
+
+
+def print_time(time_s: float) -> str:
+    """A duration as short text: ``1d 2h``, ``3h 4m``, ``5m 6s``, ``7.0s``, ``80ms``."""
+    if time_s >= 86400:
+        return f"{int(time_s // 86400)}d {int(time_s % 86400 // 3600)}h"
+    if time_s >= 3600:
+        return f"{int(time_s // 3600)}h {int(time_s % 3600 // 60)}m"
+    if time_s >= 60:
+        return f"{int(time_s // 60)}m {int(time_s % 60)}s"
+    if time_s >= 1:
+        return f"{time_s:.1f}s"
+    return f"{time_s * 1000:.0f}ms"
+
+
+def print_size(num_bytes: float) -> str:
+    """A byte count as short text: ``1.5 GB``, ``2.0 MB``, ``3.0 KB``, ``12 bytes``."""
+    for unit, size in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if num_bytes >= size:
+            return f"{num_bytes / size:.1f} {unit}"
+    return f"{int(num_bytes)} bytes"
+
+
+def truncate(s: str, limit: int = 200) -> str:
+    """``s`` cut to ``limit`` characters with ``...`` appended when it was longer."""
+    return s[:limit] + "..." if len(s) > limit else s

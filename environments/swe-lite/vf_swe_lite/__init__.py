@@ -2,10 +2,12 @@
 
 Each task copies the bundled ``minilib`` repository (a small stdlib-only library with a
 ``unittest`` suite) into the rollout's sandbox with one injected bug, or ``num_bugs`` bugs in
-different modules (see :mod:`vf_swe_lite.inject`). The model works over many turns with ``bash``, ``read_file``,
-``write_file`` and ``replace_in_file``, and stops by replying without a tool call. Reward: the
-repository's test suite passes, run after restoring the pristine tests (editing the tests does
-not help).
+different modules (see :mod:`vf_swe_lite.inject`). The model works over many turns with
+``bash``, ``read_file``, ``write_file`` and ``replace_in_file``, and stops by replying without
+a tool call. Reward: the pristine test suite passes. It is graded after the model's last turn in
+a fresh sandbox holding only the library's files; the tests themselves run in the grader and
+call into the library there (:mod:`verifiers.grading`), so editing the tests, the test runner
+or its configuration, or leaving processes behind, does not help.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import re
-import secrets
 from importlib import resources
 from typing import Any
 
@@ -38,16 +38,6 @@ _UNPACK = (
     "    if d: os.makedirs(d, exist_ok=True)\n"
     "    open(path, 'w').write(text)\n"
 )
-# Runs the suite like `python3 -m unittest -q`, then reports on stderr behind a nonce: a run that
-# never gets there (the library exiting with status 0 on import, say) cannot count as passed.
-_SUITE = (
-    "import sys, unittest\n"
-    "result = unittest.main(module=None, argv=['unittest', '-q'], exit=False).result\n"
-    "sys.stderr.write('\\nNONCE %d %d\\n' % (result.testsRun, result.wasSuccessful()))\n"
-    "sys.exit(0 if result.wasSuccessful() else 1)\n"
-)
-_RAN = re.compile(r"^Ran (\d+) tests?", re.M)
-_FAILED = re.compile(r"^FAILED \((.*)\)", re.M)
 
 
 def load_bugs() -> list[Bug]:
@@ -71,15 +61,17 @@ class SweLiteEnv(vf.SandboxEnv):
         self.test_timeout = test_timeout
         self.pristine = repo_files()
         self.test_files = {p: t for p, t in self.pristine.items() if p.startswith("tests/")}
+        self.library_files = sorted(p for p in self.pristine if p.startswith("minilib/"))
+        # the grader's copy of the suite: it never enters a sandbox
+        self.test_modules = {
+            p.removesuffix(".py").replace("/", "."): t
+            for p, t in self.test_files.items()
+            if p.rsplit("/", 1)[-1].startswith("test")
+        }
         for tool in (self.read_file, self.write_file, self.replace_in_file):
             self.add_tool(tool, args_to_skip=["sandbox_id", "sandbox_state"])
 
     # repository ------------------------------------------------------------------------------
-
-    async def _unpack(self, state: vf.State, files: dict[str, str]) -> None:
-        result = await self.run_command(state, ["python3", "-c", _UNPACK], stdin=json.dumps(files))
-        if result.exit_code != 0:
-            raise vf.SandboxError(f"could not write the repository: {result.stderr[-500:]}")
 
     async def on_sandbox_ready(self, sandbox: vf.Sandbox, state: vf.State) -> None:
         await super().on_sandbox_ready(sandbox, state)
@@ -99,27 +91,37 @@ class SweLiteEnv(vf.SandboxEnv):
         return dict(await asyncio.shield(task))
 
     async def _run_suite(self, state: vf.State) -> dict[str, Any]:
-        await self._unpack(state, self.test_files)
-        nonce = f"vf-suite-{secrets.token_hex(8)}"
-        result = await self.run_command(
-            state,
-            ["python3", "-c", _SUITE.replace("NONCE", nonce)],
-            timeout=self.test_timeout,
-        )
-        output = result.stdout + result.stderr
-        report = re.search(rf"^{nonce} (\d+) ([01])$", output, re.M)
-        if report is not None:
-            output = output.replace(report.group(0), "").rstrip() + "\n"
-        ran = _RAN.search(output)
-        failed = _FAILED.search(output)
-        problems = sum(int(n) for n in re.findall(r"\d+", failed.group(1))) if failed else 0
-        finished = report is not None and int(report.group(1)) > 0 and report.group(2) == "1"
+        """Grade in a fresh sandbox holding only the library's files as the model left them:
+        nothing the model started, wrote elsewhere or changed in the tests reaches grading.
+        The pristine tests run in the grader (:mod:`verifiers.grading`); the library answers
+        their calls from the sandbox with plain data, compared here."""
+        from verifiers.grading import run_unittest_modules
+
+        sandbox = await self.get_sandbox(state)
+        library: dict[str, str] = {}
+        for path in self.library_files:
+            try:
+                data = await sandbox.read_file(path, max_bytes=1 << 20)
+            except (OSError, ValueError):
+                continue  # deleted (or replaced by something else): the import will fail
+            library[path] = data.decode("utf-8", "replace")
+        pool = self.sandbox_pool()
+        fresh = await pool.acquire()
+        try:
+            result = await fresh.exec(["python3", "-c", _UNPACK], stdin=json.dumps(library))
+            if result.exit_code != 0:
+                raise vf.SandboxError(f"could not write the repository: {result.stderr[-500:]}")
+            suite = await run_unittest_modules(
+                fresh, self.test_modules, remote_packages={"minilib"}, timeout=self.test_timeout
+            )
+        finally:
+            await asyncio.shield(pool.release(fresh))
         run = {
-            "passed": result.exit_code == 0 and not result.timed_out and finished,
-            "tests_run": int(ran.group(1)) if ran else 0,
-            "tests_failed": problems,
-            "timed_out": result.timed_out,
-            "tail": output[-2000:],
+            "passed": suite.passed,
+            "tests_run": suite.tests_run,
+            "tests_failed": suite.failures + suite.errors,
+            "timed_out": suite.timed_out,
+            "tail": suite.detail,
         }
         state["test_run"] = run
         return run

@@ -1,0 +1,224 @@
+"""Pydantic models of the classic (0.3.x) ``verifiers.types`` module.
+
+Their instances also read like dicts (``obj["field"]``, ``obj.get("field")``, ``"field" in
+obj``), as 0.3.x's did. ``verifiers.types`` serves these names on first use (importing pydantic
+models costs time the hot path does not need).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from verifiers.classic_types import ClientType, FinishReason
+
+__all__ = [
+    "ClientConfig",
+    "ContentPart",
+    "CustomBaseModel",
+    "EndpointClientConfig",
+    "EvalConfig",
+    "EvalRunConfig",
+    "GenericContentPart",
+    "ImageUrlContentPart",
+    "ImageUrlSource",
+    "InputAudioContentPart",
+    "InputAudioSource",
+    "MessageContent",
+    "Response",
+    "ResponseMessage",
+    "ResponseTokens",
+    "RolloutTiming",
+    "TextContentPart",
+    "TimeSpan",
+    "TimeSpans",
+    "Tool",
+    "ToolLike",
+]
+
+
+class CustomBaseModel(BaseModel):
+    """A pydantic model that also reads like a dict (``m["x"]``, ``m.get("x")``, ``"x" in m``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return hasattr(self, key)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return bool(self.model_dump() == dict(other))
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class TextContentPart(CustomBaseModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageUrlSource(CustomBaseModel):
+    url: str
+
+
+class ImageUrlContentPart(CustomBaseModel):
+    type: Literal["image_url"] = "image_url"
+    image_url: ImageUrlSource
+
+
+class InputAudioSource(CustomBaseModel):
+    data: str
+    format: str
+
+
+class InputAudioContentPart(CustomBaseModel):
+    type: Literal["input_audio"] = "input_audio"
+    input_audio: InputAudioSource
+
+
+class GenericContentPart(CustomBaseModel):
+    type: str
+
+
+ContentPart: TypeAlias = (
+    TextContentPart
+    | ImageUrlContentPart
+    | InputAudioContentPart
+    | GenericContentPart
+    | dict[str, Any]
+)
+
+
+MessageContent: TypeAlias = str | list[ContentPart]
+
+
+class Tool(CustomBaseModel):
+    """A tool definition in the flat 0.3.x shape; :meth:`to_openai` gives the OpenAI schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, object]
+    strict: bool | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        fn: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        }
+        if self.strict is not None:
+            fn["strict"] = self.strict
+        return {"type": "function", "function": fn}
+
+
+ToolLike: TypeAlias = str | Tool | Callable[..., object]
+
+
+class ResponseTokens(CustomBaseModel):
+    prompt_ids: list[int]
+    prompt_mask: list[int]
+    completion_ids: list[int]
+    completion_mask: list[int]
+    completion_logprobs: list[float]
+    routed_experts: dict[str, Any] | None = None  # a RoutedExpertsPayload
+
+
+class ResponseMessage(CustomBaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: MessageContent | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    finish_reason: FinishReason = None
+    is_truncated: bool | None = None
+    tokens: ResponseTokens | None = None
+
+
+class Response(CustomBaseModel):
+    id: str
+    created: int
+    model: str
+    usage: dict[str, int] | None = None
+    message: ResponseMessage
+
+
+class TimeSpan(CustomBaseModel):
+    """A wall-clock span (``time.time()`` seconds); ``duration`` is 0 until it ends."""
+
+    start: float = 0.0
+    end: float = 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def duration(self) -> float:
+        return 0.0 if self.end <= 0.0 else self.end - self.start
+
+
+class TimeSpans(CustomBaseModel):
+    spans: list[TimeSpan] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def duration(self) -> float:
+        return sum(s.duration for s in self.spans)
+
+
+class RolloutTiming(CustomBaseModel):
+    start_time: float = Field(default_factory=time.time)
+    setup: TimeSpan = Field(default_factory=TimeSpan)
+    generation: TimeSpan = Field(default_factory=TimeSpan)
+    scoring: TimeSpan = Field(default_factory=TimeSpan)
+    model: TimeSpans = Field(default_factory=TimeSpans)
+    env: TimeSpans = Field(default_factory=TimeSpans)
+
+
+class EndpointClientConfig(BaseModel):
+    """One endpoint of a client configuration (the 0.3.x eval runner's shape)."""
+
+    model_config = ConfigDict(extra="allow")
+    client_idx: int = 0
+    api_key_var: str = "OPENAI_API_KEY"
+    api_base_url: str = "https://api.openai.com/v1"
+    timeout: float = 3600.0
+    max_retries: int = 10
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ClientConfig(EndpointClientConfig):
+    client_type: ClientType = "openai_chat_completions"
+    endpoint_configs: list[EndpointClientConfig] = Field(default_factory=list)
+
+
+class EvalConfig(BaseModel):
+    """One evaluation of the 0.3.x runner; here ``vf-eval`` takes the same settings as flags."""
+
+    model_config = ConfigDict(extra="allow")
+    env_id: str
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    model: str = ""
+    client_config: ClientConfig = Field(default_factory=ClientConfig)
+    sampling_args: dict[str, Any] = Field(default_factory=dict)
+    num_examples: int = -1
+    rollouts_per_example: int = 1
+    max_concurrent: int = 32
+    save_results: bool = False
+
+
+class EvalRunConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    evals: list[EvalConfig]
