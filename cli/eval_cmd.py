@@ -272,6 +272,25 @@ _ALLOW_UNVERIFIED = typer.Option(
     False, "--allow-unverified", help="With --push: accept an unverified environment."
 )
 
+_RAY = typer.Option(
+    None,
+    "--ray",
+    metavar="ADDRESS",
+    help="Run the rollout groups on a Ray cluster: 'local' (a throwaway one on this "
+    "machine), 'auto' or HOST:PORT (needs the ray extra).",
+)
+
+_RAY_WORKERS = typer.Option(
+    None, "--ray-workers", min=1, help="Ray rollout workers (default: the cluster's CPUs)."
+)
+
+_RAY_SANDBOX = typer.Option(
+    0.0,
+    "--ray-sandbox",
+    min=0.0,
+    help="Units of the custom 'sandbox' resource each Ray worker needs (0: none).",
+)
+
 
 @dataclass
 class EvalOptions:
@@ -304,6 +323,9 @@ class EvalOptions:
     debug: bool
     push: bool
     allow_unverified: bool
+    ray_address: str | None = None
+    ray_workers: int | None = None
+    ray_sandbox: float = 0.0
 
 
 @app.command("eval", help=HELP)
@@ -336,6 +358,9 @@ def eval_command(
     debug: bool = _DEBUG,
     push: bool = _PUSH,
     allow_unverified: bool = _ALLOW_UNVERIFIED,
+    ray_address: str | None = _RAY,
+    ray_workers: int | None = _RAY_WORKERS,
+    ray_sandbox: float = _RAY_SANDBOX,
 ) -> None:
     opts = EvalOptions(**locals())  # every parameter, by name: nothing else is defined yet
     run_dir: list[Path | None] = [None]
@@ -401,6 +426,7 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
     if o.max_concurrent is not None:
         given["max_concurrent"] = o.max_concurrent
     client, endpoint, model_name = _client(o)
+    executor = _ray_executor(o, env_kwargs) if o.ray_address else None
     progress = None if o.as_json else Progress(o.env_id, model_name)
 
     def started(path: Path | None) -> None:
@@ -420,6 +446,7 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
                 on_progress=progress.update if progress else None,
                 endpoint=endpoint,
                 on_start=started,
+                executor=executor,
                 **given,
             )
         finally:
@@ -457,6 +484,41 @@ def _client(o: EvalOptions) -> tuple[Any, str | None, str]:
     retry = vf.RetryPolicy(max_retries=o.max_retries)
     client = ep.pool(timeout=o.timeout, retry=retry, client_type=o.api_client_type)
     return client, ",".join(ep.base_urls), ep.model
+
+
+def _ray_executor(o: EvalOptions, env_kwargs: dict[str, Any]) -> Any:
+    """The executor that runs the groups on the Ray cluster at ``--ray``: each worker builds
+    its own client (the oracle, or the endpoint's pool; the API key variable goes with it)."""
+    import functools
+
+    import verifiers as vf
+    from verifiers.distributed import EnvSpec, RayConfig, RayExecutor, oracle_client
+    from verifiers.distributed.pool import ray_available
+
+    if not ray_available():
+        raise CLIError(
+            "--ray needs Ray, which is not installed",
+            hint="pip install 'verifiers[ray]'",
+            exit_code=2,
+        )
+    factory: Any = oracle_client
+    env_vars: dict[str, str] = {}
+    if o.model != "oracle":
+        ep = _resolve_endpoint(o.model, o.api_base_url, o.api_key_var, o.endpoints_path)
+        retry = vf.RetryPolicy(max_retries=o.max_retries)
+        factory = functools.partial(
+            ep.pool, timeout=o.timeout, retry=retry, client_type=o.api_client_type
+        )
+        if ep.api_key_var and os.environ.get(ep.api_key_var) is not None:
+            env_vars[ep.api_key_var] = os.environ[ep.api_key_var]
+    assert o.ray_address is not None
+    config = RayConfig(
+        address=o.ray_address,
+        num_workers=o.ray_workers,
+        sandbox=o.ray_sandbox,
+        env_vars=env_vars,
+    )
+    return RayExecutor(EnvSpec.of(o.env_id, env_kwargs), config, factory)
 
 
 def _interrupted(run_dir: Path | None) -> CLIError:

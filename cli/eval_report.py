@@ -143,6 +143,14 @@ def print_summary(result: Any) -> None:
         f"{s['usage']['prompt_tokens']} / {s['usage']['completion_tokens']}",
     )
     table.add_row("wall time", f"{meta['wall_time_s']:.2f} s")
+    ex = meta.get("executor")
+    if ex:
+        nodes = len(ex.get("groups_by_node") or {})
+        table.add_row(
+            f"{ex.get('backend', 'executor')} workers",
+            f"{ex.get('workers', 0)} on {plural(nodes, 'node')}, "
+            f"{ex.get('replaced_workers', 0)} replaced, {ex.get('reruns', 0)} groups re-run",
+        )
     console.print(table)
     for kind, message in (s.get("first_errors") or {}).items():
         first_line = (message or "").strip().splitlines()[0] if message else ""

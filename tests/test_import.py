@@ -18,6 +18,7 @@ HEAVY = [
     "openai",
     "aiohttp",
     "transformers",
+    "ray",
 ]
 
 PINNED_ALL = sorted(
@@ -76,6 +77,17 @@ def test_using_an_environment_class_still_loads_no_server_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_the_distributed_api_and_a_plain_evaluation_import_no_ray() -> None:
+    code = (
+        "import sys, verifiers as vf; from verifiers.distributed import EnvSpec, RayConfig; "
+        "from verifiers.distributed.executor import RayExecutor; "
+        "vf.evaluate(vf.SingleTurnEnv(dataset=[{'question': 'q', 'answer': 'a'}]), "
+        "rollouts_per_example=1); print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_subpackages_are_reachable_as_attributes() -> None:

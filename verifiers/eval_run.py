@@ -2,7 +2,9 @@
 
 - :class:`Recorder`: takes each finished rollout (record, results file, progress);
 - :func:`run_plan`: independent rollouts, or whole groups when the rubric scores groups, with
-  at most ``max_concurrent`` rollouts in flight;
+  at most ``max_concurrent`` rollouts in flight; or, given an :class:`Executor` (e.g.
+  :class:`verifiers.distributed.RayExecutor`), the same jobs run elsewhere and their records
+  come back to the same recorder;
 - :func:`start_run` / :func:`finish_run`: the run's metadata before and after, the results
   file opened and closed, the run directory released.
 """
@@ -17,7 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from verifiers.clients.base import Client
 from verifiers.eval_plan import Clients, Job, RunPlan
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from verifiers.envs.environment import Environment
 
 __all__ = [
+    "Executor",
     "ProgressCallback",
     "Recorder",
     "Run",
@@ -61,15 +64,41 @@ class Recorder:
             plan.run_dir.results_writer(plan.kept) if plan.run_dir is not None else None
         )
 
+    @property
+    def state_columns(self) -> Sequence[str]:
+        return self._columns
+
     def __call__(self, state: State) -> None:
         record = state_to_record(state, self._columns)
-        self.records.append(record)
         if self._keep_states:
             self.states.append(state)
+        self.add_record(record)
+
+    def add_record(self, record: dict[str, Any]) -> None:
+        """Take a finished rollout's record (made where it ran, e.g. on a Ray worker)."""
+        self.records.append(record)
         if self.writer is not None:
             self.writer.write(record)
         if self._on_progress is not None:
             self._on_progress(len(self.records), self.total, record)
+
+
+class Executor(Protocol):
+    """Runs a plan's jobs somewhere else (another process, a cluster) and hands each
+    finished rollout's record to ``add_record``; the caller keeps the run directory."""
+
+    backend: str
+
+    async def run(
+        self,
+        plan: RunPlan,
+        model: str,
+        max_concurrent: int,
+        add_record: Callable[[dict[str, Any]], None],
+        state_columns: Sequence[str] = (),
+    ) -> None: ...
+
+    def summary(self) -> dict[str, Any]: ...
 
 
 async def run_plan(
@@ -78,9 +107,14 @@ async def run_plan(
     clients: Clients,
     model: str,
     max_concurrent: int,
-    finish: Callable[[State], None],
+    finish: Recorder,
+    executor: Executor | None = None,
 ) -> None:
-    """Run every job: independent rollouts, or whole groups when the rubric scores groups."""
+    """Run every job: independent rollouts, or whole groups when the rubric scores groups;
+    on ``executor`` when one is given."""
+    if executor is not None:
+        await executor.run(plan, model, max_concurrent, finish.add_record, finish.state_columns)
+        return
     limit = max_concurrent if max_concurrent > 0 else max(plan.total, 1)
     runner = _run_groups if env.has_group_rewards else _run_rollouts
     await runner(

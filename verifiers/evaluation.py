@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifiers.clients.base import Client
+from verifiers.errors import ConfigError
 from verifiers.eval_plan import (
     DEFAULT_NUM_EXAMPLES,
     DEFAULT_ROLLOUTS_PER_EXAMPLE,
@@ -40,7 +41,14 @@ from verifiers.eval_plan import (
     resolve_settings,
     validated_env,
 )
-from verifiers.eval_run import ProgressCallback, Run, finish_run, run_plan, start_run
+from verifiers.eval_run import (
+    Executor,
+    ProgressCallback,
+    Run,
+    finish_run,
+    run_plan,
+    start_run,
+)
 from verifiers.types import SamplingArgs, State
 
 if TYPE_CHECKING:
@@ -130,6 +138,7 @@ async def evaluate_async(
     keep_states: bool = False,
     inputs: Any = None,
     on_start: Callable[[Path | None], None] | None = None,
+    executor: Executor | None = None,
 ) -> EvalResult:
     """Evaluate ``env`` (an Environment or an environment id) with ``model``.
 
@@ -158,11 +167,20 @@ async def evaluate_async(
         keep_states: also return the raw states (for trainers and tests).
         inputs: rows to run instead of the eval dataset (``Environment.generate``; all of
             them, once each, unless told otherwise).
+        executor: where the rollouts run instead of this process, e.g.
+            :class:`verifiers.distributed.RayExecutor` (its workers load the environment
+            themselves; this process keeps the run directory, resume and progress). Its
+            summary (workers, re-runs, groups per node) is saved as ``metadata["executor"]``.
     """
     env = validated_env(env, env_args, max_concurrent)
     settings = resolve_settings(
         env, num_examples, rollouts_per_example, sampling_args, inputs_given=inputs is not None
     )
+    if executor is not None and keep_states:
+        raise ConfigError(
+            "keep_states needs the rollouts to run in this process; drop the executor "
+            "or read the records instead"
+        )
     clients = resolve_clients(client, model, endpoint)
     try:
         plan = plan_run(
@@ -186,9 +204,11 @@ async def evaluate_async(
             on_start(plan.run_dir.path if plan.run_dir is not None else None)
         status = "interrupted"
         try:
-            await run_plan(env, plan, clients, model, max_concurrent, run.recorder)
+            await run_plan(env, plan, clients, model, max_concurrent, run.recorder, executor)
             status = "completed"
         finally:
+            if executor is not None:
+                run.metadata["executor"] = executor.summary()
             finish_run(env, plan, run, clients, status)
     finally:
         await clients.close()
