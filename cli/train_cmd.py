@@ -96,6 +96,9 @@ def train_command(
     if no_resume:
         cfg.train.resume = False
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    if rank == 0:  # the first step can take minutes: say what is happening meanwhile
+        env = cfg.env.id or cfg.env.factory
+        print(f"vf train: loading model {cfg.model.name} and environment {env}", file=sys.stderr)
     trainer = Trainer(cfg, on_step=_printer(cfg.train.steps))
     if trainer.step and rank == 0:
         print(f"resuming at step {trainer.step} from {cfg.train.output_dir}", file=sys.stderr)
@@ -103,6 +106,14 @@ def train_command(
         if rank == 0:
             print(f"nothing to do: already trained {trainer.step} of {cfg.train.steps} steps")
         return
+    if rank == 0:
+        r = cfg.rollouts
+        print(
+            f"vf train: step {trainer.step + 1}/{cfg.train.steps} starts once "
+            f"{r.groups_per_batch} groups x {r.rollouts_per_example} rollouts are generated",
+            file=sys.stderr,
+            flush=True,
+        )
     history = asyncio.run(trainer.run())
     if rank != 0:
         return

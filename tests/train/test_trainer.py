@@ -69,6 +69,9 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
     first = runner.invoke(app, ["train", str(EXAMPLE), "--output-dir", str(out)])
     assert first.exit_code == 0, first.output
     assert "step 20/20" in first.output
+    # said before the first step, which can take minutes
+    assert "vf train: loading model tiny and environment" in first.output
+    assert "vf train: step 1/20 starts once 4 groups x 8 rollouts" in first.output
     rows = _metrics(out)
     assert [r["step"] for r in rows] == list(range(20))
     assert rows[0]["reward"] < 0.1  # the random model rarely says A
@@ -318,3 +321,70 @@ async def test_tensorboard_gets_the_metrics_beside_metrics_jsonl(tmp_path: Path)
     tags = events.Tags()["scalars"]
     assert {"reward", "loss", "lr", "entropy", "mismatch_kl", "grad_norm"} <= set(tags)
     assert [e.value for e in events.Scalars("lr")] == pytest.approx([5e-3, 1e-2])
+
+
+def _toy_config(tmp_path: Path, steps: int) -> dict[str, Any]:
+    return {
+        "env": {"factory": "tests.train.toy_env:load_environment"},
+        "rollouts": {
+            "rollouts_per_example": 2,
+            "groups_per_batch": 1,
+            "max_tokens": 2,
+            "filter_zero_variance": False,
+        },
+        "train": {"steps": steps, "seq_len": 64, "output_dir": str(tmp_path / "run")},
+    }
+
+
+async def test_a_batch_without_usable_groups_is_not_a_step(tmp_path: Path) -> None:
+    import dataclasses
+
+    from verifiers.train.config import TrainConfig
+    from verifiers.train.trainer import Trainer
+
+    trainer = Trainer(TrainConfig.from_dict(_toy_config(tmp_path, 3)))
+    assert trainer.source is not None
+    real = trainer.source.next_batch
+    calls: list[int] = []
+    versions: list[int] = []
+
+    async def with_empty_second_batch(step: int) -> Any:
+        calls.append(step)
+        versions.append(trainer.source.policy_version)  # type: ignore[union-attr]
+        batch = await real(step)
+        return dataclasses.replace(batch, samples=[]) if len(calls) == 2 else batch
+
+    trainer.source.next_batch = with_empty_second_batch  # type: ignore[method-assign]
+    history = await trainer.run()
+    # three optimizer steps, numbered without a gap; the empty batch was asked for again
+    assert [h["step"] for h in history] == [0, 1, 2]
+    assert calls == [0, 1, 1, 2]
+    assert versions == [0, 1, 1, 2]  # the skipped batch did not advance the policy version
+    assert [h["skipped_batches"] for h in history] == [0, 1, 0]
+    assert trainer.step == 3 and trainer.skipped_batches == 1
+    assert [json.loads(line)["step"] for line in _lines(tmp_path)] == [0, 1, 2]
+
+
+def _lines(tmp_path: Path) -> list[str]:
+    return (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+
+
+async def test_many_empty_batches_in_a_row_stop_with_the_cause(tmp_path: Path) -> None:
+    import dataclasses
+
+    from verifiers.errors import ConfigError
+    from verifiers.train.config import TrainConfig
+    from verifiers.train.trainer import Trainer
+
+    trainer = Trainer(TrainConfig.from_dict(_toy_config(tmp_path, 2)))
+    trainer.MAX_EMPTY_BATCHES = 3
+    assert trainer.source is not None
+    real = trainer.source.next_batch
+
+    async def always_empty(step: int) -> Any:
+        return dataclasses.replace(await real(step), samples=[])
+
+    trainer.source.next_batch = always_empty  # type: ignore[method-assign]
+    with pytest.raises(ConfigError, match="3 batches in a row had no usable group"):
+        await trainer.run()
+    assert trainer.step == 0

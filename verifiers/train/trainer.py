@@ -38,7 +38,9 @@ server's and the trainer's logprobs), ``grad_norm`` (before clipping), ``off_pol
 advantages and packing), ``sync_seconds`` (pushing weights), ``step_seconds``,
 ``tokens_per_second`` and ``counts`` (events of the step: ``zero_variance_groups``,
 ``errored_rollouts``, ``stale_cancelled``, ``stale_dropped``, ``split``,
-``dropped_mismatch``, ``overlong``, ``logprob_length_mismatch``, ``short_batches``, ...).
+``dropped_mismatch``, ``overlong``, ``logprob_length_mismatch``, ``short_batches``, ...) and
+``skipped_batches`` (batches before this step in which no group was usable: they train nothing
+and are not counted as steps, so step numbers and ``train.steps`` count optimizer steps).
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ class Trainer:
         self.output_dir = Path(config.train.output_dir)
         self.step = 0
         self._saved_step = 0  # the step of the newest checkpoint
+        self.skipped_batches = 0  # batches with no usable group: not trained, not counted
         self._resume_from = latest_checkpoint(self.output_dir) if config.train.resume else None
         self._seed()
         self.device = self._device()
@@ -399,6 +402,10 @@ class Trainer:
                 if batch is None:  # rank 0 was interrupted before a batch
                     interrupted = True
                     break
+                if not batch.samples:  # no usable group: no optimizer step, no step counted
+                    self._skip_empty_batch()
+                    continue
+                empty_before, self._empty_in_a_row = self._empty_in_a_row, 0
                 if in_thread:
                     metrics, stop = await self._finish_in_thread(self.train_step, batch)
                 else:
@@ -415,6 +422,7 @@ class Trainer:
                     await asyncio.to_thread(broadcast_object, interrupted, self.dist)
                 )
                 self._finish_metrics(metrics, started)
+                metrics["skipped_batches"] = empty_before
                 if self.dist.is_main:
                     self.metrics_log.write(metrics)
                     history.append(metrics)
@@ -431,6 +439,28 @@ class Trainer:
         if interrupted:
             raise asyncio.CancelledError
         return history
+
+    _empty_in_a_row = 0
+    MAX_EMPTY_BATCHES = 20
+
+    def _skip_empty_batch(self) -> None:
+        """A batch in which no group was usable (every group filtered for zero reward variance,
+        errored or stale) trains nothing: the step number and the policy version stay, so that
+        ``train.steps`` counts optimizer steps. Many in a row stop the run with the cause."""
+        self.skipped_batches += 1
+        self._empty_in_a_row += 1
+        logger.warning(
+            "step %d: no usable group in this batch (%d in a row); generating another",
+            self.step + 1,
+            self._empty_in_a_row,
+        )
+        if self._empty_in_a_row >= self.MAX_EMPTY_BATCHES:
+            raise ConfigError(
+                f"{self._empty_in_a_row} batches in a row had no usable group (each group was "
+                "filtered for zero reward variance, errored or stale): the task may be too easy "
+                "or too hard for the model; set rollouts.filter_zero_variance = false or adjust "
+                "rollouts.difficulty, and check the environment with vf-eval"
+            )
 
     async def _close(self) -> None:
         if self.source is not None:
