@@ -30,7 +30,7 @@ def http_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.communicate(timeout=10)  # also closes the stdout pipe
 
 
 def _server(transport: str, http_url: str | None) -> dict[str, Any]:
