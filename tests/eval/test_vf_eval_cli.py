@@ -213,7 +213,8 @@ def test_bad_counts_are_named_before_anything_runs(
 def test_json_output_stays_clean_when_the_environment_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "chatty_env.py").write_text(
+    # a module name no other test uses: in-process runs share sys.modules
+    (tmp_path / "chatty_json_env.py").write_text(
         "import verifiers as vf\n"
         "print('importing')\n"
         "def exact(completion, answer) -> float:\n"
@@ -225,7 +226,9 @@ def test_json_output_stays_clean_when_the_environment_prints(
         "    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    proc = vf_eval("chatty_env", "-m", "oracle", "-n", "1", "-r", "1", "--json", cwd=tmp_path)
+    proc = vf_eval(
+        "chatty_json_env", "-m", "oracle", "-n", "1", "-r", "1", "--json", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["summary"]["avg_reward"] == 1.0
     assert "building" in proc.stderr and "scoring" in proc.stderr
