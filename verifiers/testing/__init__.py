@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.testing.check import EnvironmentCheckError as EnvironmentCheckError
     from verifiers.testing.check import check_environment as check_environment
     from verifiers.testing.check import check_environment_async as check_environment_async
+    from verifiers.testing.runs import write_run as write_run
     from verifiers.testing.sandbox_conformance import ConformanceReport as ConformanceReport
     from verifiers.testing.sandbox_conformance import SandboxConformance as SandboxConformance
     from verifiers.testing.sandbox_conformance import (
