@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")
 
 from tests.train.hf_server import HFServer
 from verifiers.train.tiny import build_tiny_model

@@ -6,7 +6,8 @@ import logging
 from typing import Any
 
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")
 
 from tests.train.fsdp_worker import fixed_samples
 from verifiers.train.learner import Learner, lr_at

@@ -55,6 +55,7 @@ def test_logprob_length_mismatch_is_counted_and_trained_on_policy() -> None:
 
 @pytest.fixture(scope="module")
 def qwen_tokenizer() -> Any:
+    pytest.importorskip("transformers")
     from verifiers.train.tiny_qwen import build_bpe_tokenizer
 
     return build_bpe_tokenizer()

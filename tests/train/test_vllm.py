@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")
 
 import verifiers as vf
 from verifiers.train.trainer import pinned_sampling_args
