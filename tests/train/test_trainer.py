@@ -288,12 +288,7 @@ async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(tmp_path:
 
     trainer = Trainer(TrainConfig.from_dict(data), on_step=on_step)
     task = asyncio.ensure_future(trainer.run())
-    waiter = asyncio.ensure_future(two_steps.wait())
-    await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():  # failed (or finished) before step 2: report it instead of waiting forever
-        waiter.cancel()
-        task.result()
-        pytest.fail("the run ended before its second step")
+    await two_steps.wait()
     task.cancel()  # what Ctrl-C does to `vf train` (asyncio.run cancels the main task)
     with pytest.raises(asyncio.CancelledError):
         await task
