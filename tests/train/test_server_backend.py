@@ -196,7 +196,14 @@ async def test_interrupt_during_a_threaded_step_finishes_it_then_checkpoints(
 
         trainer.train_step = blocking_step  # type: ignore[method-assign]
         task = asyncio.ensure_future(trainer.run())
-        await in_step.wait()
+        waiter = asyncio.ensure_future(in_step.wait())
+        # a run that fails before its first step ends the wait too (and the test) instead of
+        # leaving it waiting for a step that never comes
+        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            waiter.cancel()
+            task.result()
+            pytest.fail("the run ended before its first step")
         task.cancel()  # queued before the thread can finish: run() sees it mid-step
         release.set()
         with pytest.raises(asyncio.CancelledError):
