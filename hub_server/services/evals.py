@@ -9,7 +9,7 @@ from hub_server.auth import Principal
 from hub_server.errors import BadRequest
 from hub_server.services.context import Part
 from hub_server.services.journal import record
-from hub_server.services.lookups import release_of, visible_environment
+from hub_server.services.lookups import eval_results_with_submitter, release_of, visible_environment
 from verifiers.hub import schemas as s
 
 
@@ -49,13 +49,7 @@ class EvalService(Part):
         with self.session() as db:
             env = visible_environment(db, principal, owner, name)
             rel = release_of(db, env, version)
-            rows = db.execute(
-                select(m.EvalResult, m.Namespace.name)
-                .join(m.User, m.EvalResult.submitted_by == m.User.id)
-                .join(m.Namespace, m.User.namespace_id == m.Namespace.id)
-                .where(m.EvalResult.release_id == rel.id)
-                .order_by(m.EvalResult.id)
-            ).all()
+            rows = eval_results_with_submitter(db, rel.id)
             return [_eval_out(r, rel.version, who) for r, who in rows]
 
 

@@ -103,3 +103,15 @@ def release_out(db: Session, rel: m.Release) -> s.ReleaseOut:
             for f in files
         ],
     )
+
+
+def eval_results_with_submitter(db: Session, release_id: int) -> list[tuple[m.EvalResult, str]]:
+    """A release's eval results, oldest first, each with the name of the user who sent it."""
+    rows = db.execute(
+        select(m.EvalResult, m.Namespace.name)
+        .join(m.User, m.EvalResult.submitted_by == m.User.id)
+        .join(m.Namespace, m.User.namespace_id == m.Namespace.id)
+        .where(m.EvalResult.release_id == release_id)
+        .order_by(m.EvalResult.id)
+    ).all()
+    return [(r, str(who)) for r, who in rows]

@@ -118,9 +118,7 @@ class QueryService(Part):
                 else (m.Environment.updated_at.desc(), m.Environment.name)
             )
             envs = db.scalars(
-                stmt.order_by(*order)
-                .offset((page - 1) * per_page)
-                .limit(per_page)
+                stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page)
             ).all()
             return s.ProjectList(
                 items=[_project_out(db, e, with_releases=False) for e in envs],

@@ -31,7 +31,12 @@ from hub_server.auth import Principal
 from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
 from hub_server.services.context import Part
 from hub_server.services.journal import record
-from hub_server.services.lookups import find_release, release_of, visible_environment
+from hub_server.services.lookups import (
+    eval_results_with_submitter,
+    find_release,
+    release_of,
+    visible_environment,
+)
 from verifiers.hub import schemas as s
 from verifiers.results import METADATA_FILE, RESULTS_FILE
 from verifiers.web.runs import Run
@@ -282,12 +287,7 @@ class RunService(Part):
         with self.session() as db:
             env = visible_environment(db, who, owner, name)
             rel = release_of(db, env, version)
-            rows = db.execute(
-                select(m.EvalResult, m.Namespace.name)
-                .join(m.User, m.EvalResult.submitted_by == m.User.id)
-                .join(m.Namespace, m.User.namespace_id == m.Namespace.id)
-                .where(m.EvalResult.release_id == rel.id)
-            ).all()
+            rows = eval_results_with_submitter(db, rel.id)
             out = [_leader_row(r, pusher, env.namespace.name, env.name) for r, pusher in rows]
         out.sort(key=lambda x: (not x.verified, -(x.avg_reward or -math.inf), x.created_at))
         return out
