@@ -76,7 +76,34 @@ def _ok(r: httpx.Response) -> bool:
     return r.status_code < 300
 
 
+def _push_run(h: Hub, t: Target, tok: str) -> bool:
+    """PUT a small eval run of the target's release (issue 17's route)."""
+    import gzip
+    import json
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from verifiers.testing.runs import write_run
+
+    meta = {"env_distribution": t.name, "env_version": "1.0.0", "run_id": uuid.uuid4().hex}
+    meta["env_wheel_sha256"] = _sha(h, t, tok)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = write_run(Path(tmp) / "run", 2, meta=meta)
+        head = (run / "metadata.json").read_bytes().replace(b"\n", b"")
+        body = gzip.compress(head + b"\n" + (run / "results.jsonl").read_bytes(), mtime=0)
+        run_id = json.loads(head)["run_id"]
+    r = httpx.put(
+        f"{h.url}/api/v1/runs/{run_id}",
+        content=body,
+        headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/gzip"},
+        timeout=60,
+    )
+    return _ok(r)
+
+
 OPS: dict[str, Op] = {
+    "push run": _push_run,
     "create user": lambda h, t, tok: _ok(
         h.api("POST", "/users", tok, json={"name": h.unique("made"), "admin": True})
     ),
@@ -155,7 +182,7 @@ READS = {"read private project", "read private index", "list private project"}
 
 # what a scope-limited (not owner- or project-restricted) token of the owner may do: those
 # cells are not refusals
-ALLOWED = {"read-only": READS, "upload-only": READS | {"upload", "add eval"}}
+ALLOWED = {"read-only": READS, "upload-only": READS | {"upload", "add eval", "push run"}}
 CELLS = [(k, op) for k in KINDS for op in OPS if op not in ALLOWED.get(k, set())]
 
 
