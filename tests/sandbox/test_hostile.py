@@ -33,19 +33,22 @@ async def test_timed_out_exec_kills_what_it_started(backend: str, agent: str) ->
     tag = marker()
     limits = SandboxLimits(timeout=30, processes=64)
     async with create_sandbox(backend, limits=limits, agent=agent) as sb:
-        r = await sb.exec(["python3", "-c", _DAEMON, tag], timeout=1.0)
+        # (3 s: the program must get as far as its print on a loaded machine)
+        r = await sb.exec(["python3", "-c", _DAEMON, tag], timeout=3.0)
         assert r.timed_out and r.stdout == "detached\n"
         assert pids_with(tag) == []  # gone when the exec returns, not when the sandbox stops
         # a killed spawned process takes its tree along too
         p = await sb.spawn(["python3", "-c", _DAEMON, tag])
-        assert len(wait_for_pids(tag, 1)) == 1
+        # the program and its detached grandchild (which carries the tag before and after its
+        # exec); the short-lived middle child may show up too
+        assert len(wait_for_pids(tag, 2)) >= 2
         await p.kill()
         assert pids_with(tag) == []
 
 
 def test_timed_out_exec_kills_what_it_started_cli() -> None:
     tag = marker()
-    p = vf_exec("--timeout", "1", "--", "python3", "-c", _DAEMON, tag)
+    p = vf_exec("--timeout", "3", "--", "python3", "-c", _DAEMON, tag)
     assert p.returncode == 124 and p.stdout == b"detached\n", p.stderr
     assert pids_with(tag) == []
 
@@ -258,6 +261,49 @@ async def test_network_sandbox_reaches_out_but_not_the_hosts_loopback(how: str) 
             )
             out = p.stdout.decode()
     assert out.split("\n")[:3] == ["blocked 127.0.0.1", "blocked 10.0.2.2", f"OPEN {outside}"]
+
+
+async def test_network_comes_up_when_slirp_starts_after_the_sandbox_is_set_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: slirp4netns joined the agent's own user namespace, which bwrap's
+    ``--disable-userns`` replaces by a nested one once set-up is done; started after that
+    (a loaded machine), it failed with ``setns(CLONE_NEWNET): Operation not permitted``."""
+    import asyncio
+    import fcntl
+    import os
+    import shutil
+
+    from verifiers.sandbox.bwrap import BwrapSandbox
+
+    if shutil.which("slirp4netns") is None:
+        pytest.skip("needs slirp4netns (scripts/bootstrap.sh installs it)")
+    start_slirp = BwrapSandbox._start_slirp
+
+    def owner_of_net(pid: int) -> str:
+        net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+        try:
+            owner = fcntl.ioctl(net, 0xB701)  # NS_GET_USERNS
+        finally:
+            os.close(net)
+        try:
+            return os.readlink(f"/proc/self/fd/{owner}")
+        finally:
+            os.close(owner)
+
+    async def late(self: BwrapSandbox, agent: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        # wait until bwrap has moved the agent into its nested user namespace
+        while os.readlink(f"/proc/{agent}/ns/user") == owner_of_net(agent):
+            assert loop.time() < deadline, "bwrap never made its nested user namespace"
+            await asyncio.sleep(0.01)
+        await start_slirp(self, agent)
+
+    monkeypatch.setattr(BwrapSandbox, "_start_slirp", late)
+    async with create_sandbox("bwrap", network=True) as sb:
+        r = await sb.exec(["cat", "/proc/net/dev"])
+    assert "tap0" in r.stdout
 
 
 def test_seccomp_and_read_only_dev_through_the_cli() -> None:

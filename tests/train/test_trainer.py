@@ -264,7 +264,13 @@ def test_metrics_stay_one_row_per_step_across_resume_and_start_over(tmp_path: Pa
     assert [r["step"] for r in _metrics(out)] == [0, 1]
 
 
-async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(tmp_path: Path) -> None:
+@pytest.mark.parametrize("checkpoint_every", [0, 2])
+async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(
+    tmp_path: Path, checkpoint_every: int
+) -> None:
+    """Ctrl-C (asyncio.run cancels the main task) lands at whatever the loop awaits next: the
+    next batch, or with ``checkpoint_every = 2`` the periodic checkpoint of step 2. Either way
+    the step under way finishes, a checkpoint of it is written, and a new run resumes there."""
     import asyncio
 
     from verifiers.train.config import TrainConfig
@@ -278,21 +284,24 @@ async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(tmp_path:
             "max_tokens": 2,
             "filter_zero_variance": False,
         },
-        "train": {"steps": 50, "seq_len": 64, "output_dir": str(tmp_path / "run")},
-    }
-    two_steps = asyncio.Event()
+        "train": {
+            "steps": 50, "seq_len": 64, "output_dir": str(tmp_path / "run"),
+            "checkpoint_every": checkpoint_every,
+        },
+    }  # fmt: skip
+    task: asyncio.Future[Any] | None = None
 
     def on_step(m: dict[str, Any]) -> None:
-        if m["step"] == 1:
-            two_steps.set()
+        if m["step"] == 1 and task is not None:
+            task.cancel()  # delivered at the loop's next await
 
     trainer = Trainer(TrainConfig.from_dict(data), on_step=on_step)
     task = asyncio.ensure_future(trainer.run())
-    await two_steps.wait()
-    task.cancel()  # what Ctrl-C does to `vf train` (asyncio.run cancels the main task)
     with pytest.raises(asyncio.CancelledError):
         await task
     assert trainer.step == 2
+    checkpoints = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert checkpoints == ["step_2"]
     assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt").is_file()
     assert Trainer(TrainConfig.from_dict(data)).step == 2
 

@@ -294,13 +294,16 @@ class BwrapSandbox(AgentSandbox):
     async def _start_slirp(self, agent: int) -> None:
         """Give the sandbox's network namespace a user-mode network (slirp4netns, outside the
         sandbox): NAT to the outside, the host's loopback refused, DNS at 10.0.2.3."""
+        try:
+            userns = _owning_userns(agent)
+        except OSError as e:
+            raise SandboxError(f"cannot find the sandbox's network namespace: {e}") from e
         ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
         args = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback"]
-        if os.geteuid() != 0:
-            args.append(f"--userns-path=/proc/{agent}/ns/user")
+        args.append(f"--userns-path=/proc/self/fd/{userns}")
         args += [f"--ready-fd={ready_w}", str(agent), "tap0"]
         try:
-            self._slirp = _popen(args, ready_w)
+            self._slirp = _popen(args, ready_w, userns)
             os.close(ready_w)
             ready_w = -1
             self._extra_pids.append(self._slirp.pid)
@@ -309,6 +312,7 @@ class BwrapSandbox(AgentSandbox):
             raise SandboxError(f"slirp4netns did not set up the sandbox's network: {e}") from e
         finally:
             os.close(ready_r)
+            os.close(userns)
             if ready_w >= 0:
                 os.close(ready_w)
         if ready != b"1":
@@ -423,11 +427,30 @@ def _seccomp_filter() -> bytes:
     return filter_program()
 
 
-def _popen(args: list[str], keep_fd: int) -> subprocess.Popen[bytes]:
+_NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it
+
+
+def _owning_userns(pid: int) -> int:
+    """An fd of the user namespace that owns ``pid``'s network namespace. slirp4netns must join
+    that one: by default it joins ``pid``'s own user namespace, which ``--disable-userns`` has
+    replaced (once bwrap has finished setting up) by a nested one without rights over the
+    network namespace, so that ``setns`` failed with EPERM whenever slirp4netns came late."""
+    import fcntl
+
+    net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        userns = fcntl.ioctl(net, _NS_GET_USERNS)
+    finally:
+        os.close(net)
+    os.set_inheritable(userns, False)
+    return userns
+
+
+def _popen(args: list[str], *keep_fds: int) -> subprocess.Popen[bytes]:
     """Start a helper next to the sandbox (fork + exec: as quick as the agent's own launch)."""
     return subprocess.Popen(
         args,
-        pass_fds=(keep_fd,),
+        pass_fds=keep_fds,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -168,6 +168,7 @@ class LocalModelClient(Client):
                 out = model(
                     input_ids=ids, attention_mask=attn, position_ids=positions, use_cache=True
                 )
+                cache_arg = _cache_argument(model)
                 step = 0
                 while bool(active.any()):
                     logits = out.logits[:, -1, :].float() / temps
@@ -194,13 +195,27 @@ class LocalModelClient(Client):
                         input_ids=token.unsqueeze(-1),
                         attention_mask=attn,
                         position_ids=positions,
-                        past_key_values=out.past_key_values,
                         use_cache=True,
+                        **{cache_arg: _cache_of(out)},
                     )
         finally:
             model.train(was_training)
         self.tokens_generated += sum(len(x) for x in out_ids)
         return [(out_ids[i], out_lps[i], stopped[i]) for i in range(n)]
+
+
+def _cache_argument(model: Any) -> str:
+    """The name ``model.forward`` takes the KV cache under: ``cache`` from transformers 5.24
+    (which deprecates ``past_key_values``), ``past_key_values`` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _cache_of(out: Any) -> Any:
+    """The KV cache a forward pass returned, under either name (see ``_cache_argument``)."""
+    cache = out.get("cache")
+    return cache if cache is not None else out.get("past_key_values")
 
 
 def _device(model: Any) -> Any:

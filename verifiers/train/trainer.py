@@ -391,54 +391,67 @@ class Trainer:
         interrupted = False
         try:
             while self.step < cfg.steps and not interrupted:
-                started = time.perf_counter()
-                batch: Batch | None = None
-                if self.source is not None:
-                    try:
-                        batch = await self.source.next_batch(self.step)
-                    except asyncio.CancelledError:
-                        interrupted = True
-                batch = await asyncio.to_thread(broadcast_object, batch, self.dist)
-                if batch is None:  # rank 0 was interrupted before a batch
-                    interrupted = True
-                    break
-                if not batch.samples:  # no usable group: no optimizer step, no step counted
-                    self._skip_empty_batch()
-                    continue
-                empty_before, self._empty_in_a_row = self._empty_in_a_row, 0
-                if in_thread:
-                    metrics, stop = await self._finish_in_thread(self.train_step, batch)
-                else:
-                    metrics, stop = self.train_step(batch), False
-                interrupted = interrupted or stop
-                self.step += 1
-                metrics["sync_seconds"] = 0.0
-                if in_thread:
-                    metrics["sync_seconds"], stop = await self._finish_in_thread(self._push_weights)
-                    interrupted = interrupted or stop
-                if self.source is not None:  # every server confirmed the new weights
-                    self.source.set_policy_version(self.step)
-                interrupted = bool(
-                    await asyncio.to_thread(broadcast_object, interrupted, self.dist)
-                )
-                self._finish_metrics(metrics, started)
-                metrics["skipped_batches"] = empty_before
-                if self.dist.is_main:
-                    self.metrics_log.write(metrics)
-                    history.append(metrics)
-                    if self.on_step is not None:
-                        self.on_step(metrics)
-                every = cfg.checkpoint_every
-                if (every and self.step % every == 0) or self.step == cfg.steps:
-                    await asyncio.to_thread(self.save_checkpoint)
+                interrupted = await self._loop_turn(history, in_thread)
             if interrupted and self.step > self._saved_step:
-                path = await asyncio.to_thread(self.save_checkpoint)
+                path, _ = await self._finish_in_thread(self.save_checkpoint)
                 logger.warning("interrupted: saved %s; run again to resume", path)
         finally:
             await self._close()
-        if interrupted:
+        if interrupted or self._cancelled:
             raise asyncio.CancelledError
         return history
+
+    _cancelled = False  # this rank was cancelled; the ranks stop together at the next turn
+
+    async def _loop_turn(self, history: list[dict[str, Any]], in_thread: bool) -> bool:
+        """One turn of the loop: a batch, a step, the weights pushed, metrics, a checkpoint.
+        Returns whether every rank agreed to stop. A cancel (Ctrl-C) anywhere in the turn lets
+        the part under way finish, so that weights, optimizer and step stay consistent and the
+        checkpoint written on the way out is the state of a finished step."""
+        cfg = self.config.train
+        started = time.perf_counter()
+        batch: Batch | None = None
+        if self.source is not None and not self._cancelled:
+            try:
+                batch = await self.source.next_batch(self.step)
+            except asyncio.CancelledError:
+                self._cancelled = True
+        batch = await self._in_thread(broadcast_object, batch, self.dist)
+        if batch is None:  # rank 0 was interrupted before a batch
+            return True
+        if not batch.samples:  # no usable group: no optimizer step, no step counted
+            self._skip_empty_batch()
+            return False
+        empty_before, self._empty_in_a_row = self._empty_in_a_row, 0
+        if in_thread:
+            metrics = await self._in_thread(self.train_step, batch)
+        else:
+            metrics = self.train_step(batch)
+        self.step += 1
+        metrics["sync_seconds"] = 0.0
+        if in_thread:
+            metrics["sync_seconds"] = await self._in_thread(self._push_weights)
+        if self.source is not None:  # every server confirmed the new weights
+            self.source.set_policy_version(self.step)
+        stop = bool(await self._in_thread(broadcast_object, self._cancelled, self.dist))
+        self._finish_metrics(metrics, started)
+        metrics["skipped_batches"] = empty_before
+        if self.dist.is_main:
+            self.metrics_log.write(metrics)
+            history.append(metrics)
+            if self.on_step is not None:
+                self.on_step(metrics)
+        every = cfg.checkpoint_every
+        if (every and self.step % every == 0) or self.step == cfg.steps:
+            await self._in_thread(self.save_checkpoint)
+        return stop
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread; a cancel meanwhile waits for it to finish and is
+        remembered (see ``_loop_turn``)."""
+        result, cancelled = await self._finish_in_thread(fn, *args)
+        self._cancelled = self._cancelled or cancelled
+        return result
 
     _empty_in_a_row = 0
     MAX_EMPTY_BATCHES = 20
