@@ -102,7 +102,13 @@ def test_vf_train_raises_reward_and_resumes(tmp_path: Path) -> None:
     first_param = next(iter(saved["optimizer"]["state"]))
     assert first_param == "model.embed_tokens.weight"
     assert torch.equal(exp_avg, saved["optimizer"]["state"][first_param]["exp_avg"])
-    again = runner.invoke(app, ["train", str(EXAMPLE), "--output-dir", str(out), "--steps", "22"])
+    # the model may have mastered the task by now: every group has the same reward, which the
+    # zero-variance filter would drop batch after batch, so the continuation keeps them
+    keep_all = tmp_path / "keep-all.toml"
+    keep_all.write_text(
+        EXAMPLE.read_text().replace("[rollouts]\n", "[rollouts]\nfilter_zero_variance = false\n")
+    )
+    again = runner.invoke(app, ["train", str(keep_all), "--output-dir", str(out), "--steps", "22"])
     assert again.exit_code == 0, again.output
     assert [r["step"] for r in _metrics(out)] == [*range(20), 20, 21]
     assert _metrics(out)[-1]["reward"] > 0.5  # the resumed model kept what it learned
