@@ -30,27 +30,40 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.vf-bootstrap
-want=$(cat pyproject.toml environments/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml environments/*/pyproject.toml scripts/constraints.txt 2>/dev/null | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+pip_install() {  # quiet, but a failure stops the set-up with pip's own words
+  local out
+  if ! out=$(.venv/bin/python -m pip install -q "$@" 2>&1); then
+    printf '%s\n' "$out" | grep -v "^WARNING: Location" >&2
+    echo "bootstrap: pip install $* failed (pip's message above); fix it and run again" >&2
+    exit 1
+  fi
+  printf '%s\n' "$out" | grep -v -e "^WARNING: Location" -e "^$" || true
+}
+
 echo "bootstrap: setting up .venv (first run: a few minutes; pip is quiet while it works)"
 echo "bootstrap: [1/4] upgrading pip"
-.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+pip_install --upgrade pip
 echo "bootstrap: [2/4] torch (CPU build)"
 # torch: exactly this spec takes the CPU build available locally (others pull CUDA wheels)
-.venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+pip_install "torch==2.13.0"
+# the versions the suite last passed with (scripts/freeze_constraints.sh records them)
+pins=(-c scripts/constraints.txt)
 echo "bootstrap: [3/4] the project with its server, cli, train and dev extras"
-.venv/bin/python -m pip install -q -e ".[server,cli,train,dev]" 2>&1 | grep -v "^WARNING: Location" || true
+pip_install "${pins[@]}" -e ".[server,cli,train,dev]"
 envs=()
 for d in environments/*/; do
   [ -f "$d/pyproject.toml" ] && envs+=(-e "$d")
 done
 if [ ${#envs[@]} -gt 0 ]; then
   echo "bootstrap: [4/4] the bundled environment packages"
-  .venv/bin/python -m pip install -q "${envs[@]}" 2>&1 | grep -v "^WARNING: Location" || true
+  pip_install "${pins[@]}" "${envs[@]}"
 fi
-.venv/bin/python -c "import verifiers, hub_server, cli" 
+.venv/bin/python -c "import verifiers, hub_server, cli"
 echo "$want" > "$stamp"
 echo "bootstrap: ready (.venv)"

