@@ -146,7 +146,10 @@ class WorkerPool:
     def _unplaced_message(self) -> str:
         import ray
 
-        free = {k: v for k, v in ray.available_resources().items() if "node:" not in k}
+        try:
+            free: Any = {k: v for k, v in ray.available_resources().items() if "node:" not in k}
+        except Exception as e:  # the cluster itself is gone
+            free = f"unknown ({type(e).__name__}: {e})"
         return (
             f"no Ray rollout worker started within {self.config.start_timeout_s:.0f} s: each "
             f"asks for {self.config.actor_options()}, the cluster has {free} free; give the "
@@ -226,7 +229,10 @@ class WorkerPool:
 
     async def _pick(self) -> _Worker:
         """The least busy worker that has loaded its environment (a replacement still
-        waiting for a place in the cluster is not given work)."""
+        waiting for a place in the cluster is not given work). When none is ready for
+        ``config.start_timeout_s`` (every node gone, say), the run fails with the cause."""
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
         while True:
             live = [w for w in self.workers if w.alive]
             if not live:
@@ -237,8 +243,16 @@ class WorkerPool:
             ready = [w for w in live if w.ready]
             if ready:
                 return min(ready, key=lambda w: (w.busy, w.number))
+            if deadline is None:
+                deadline = loop.time() + self.config.start_timeout_s
             self._changed.clear()
-            await self._changed.wait()
+            try:
+                await asyncio.wait_for(self._changed.wait(), max(deadline - loop.time(), 0.0))
+            except TimeoutError:
+                raise InfraError(
+                    f"every Ray rollout worker died and none of the {len(live)} replacements "
+                    f"found a place: {self._unplaced_message()}"
+                ) from None
 
     def _lost(self, worker: _Worker, error: BaseException) -> None:
         if not worker.alive:

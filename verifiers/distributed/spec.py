@@ -72,7 +72,8 @@ class RayConfig:
     before the run fails (default: twice ``num_workers``). ``env_vars``: set in each worker's
     process (e.g. the API key variable the client reads). ``spread``: place the workers
     on as many nodes as possible. ``start_timeout_s``: how long the run waits for every
-    worker to load its environment before going on with those that have.
+    worker to load its environment before going on with those that have, and how long it
+    waits for a replacement when no worker is left (every node gone) before it fails.
     """
 
     address: str = "local"
