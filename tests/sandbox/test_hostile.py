@@ -309,3 +309,58 @@ async def test_network_comes_up_when_slirp_starts_after_the_sandbox_is_set_up(
 def test_seccomp_and_read_only_dev_through_the_cli() -> None:
     p = vf_exec("--", "sh", "-c", "grep Seccomp: /proc/self/status; touch /dev/x || echo ro")
     assert p.stdout.split() == [b"Seccomp:", b"2", b"ro"], p.stderr
+
+
+def test_processes_sharing_the_uid_range_never_hand_out_the_same_uid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: uids were only unique within one process, so two processes sharing the
+    range could run sandboxes as the same host uid (and share its kernel quotas)."""
+    import os
+    import subprocess
+    import sys
+
+    from verifiers.errors import SandboxError
+    from verifiers.sandbox import bwrap
+
+    if os.geteuid() != 0:
+        pytest.skip("only a root host process gives each sandbox its own uid")
+    monkeypatch.setenv("VF_SANDBOX_UID_RANGE", "600000-600001")
+    monkeypatch.setenv("VF_SANDBOX_UID_LOCK_DIR", str(tmp_path / "locks"))
+    with subprocess.Popen(
+        [sys.executable, "-c", "from verifiers.sandbox import bwrap; import sys\n"
+         "print(bwrap._take_uid(), flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    ) as holder:  # fmt: skip
+        assert holder.stdout is not None and holder.stdin is not None
+        held = int(holder.stdout.readline())
+        mine = bwrap._take_uid()
+        assert {held, mine} == {600000, 600001}
+        with pytest.raises(SandboxError, match="in use by a live sandbox"):
+            bwrap._take_uid()
+        bwrap._release_uid_lock(mine)
+        assert bwrap._take_uid() == mine  # released: free again
+        bwrap._release_uid_lock(mine)
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert bwrap._take_uid() in (600000, 600001)  # the holder's lock went with it
+    for uid in (600000, 600001):
+        bwrap._release_uid_lock(uid)
+
+
+def test_a_uid_lock_dir_open_to_others_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from verifiers.errors import SandboxError
+    from verifiers.sandbox import bwrap
+
+    if os.geteuid() != 0:
+        pytest.skip("only a root host process gives each sandbox its own uid")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("VF_SANDBOX_UID_LOCK_DIR", str(shared))
+    with pytest.raises(SandboxError, match="mode 0700"):
+        bwrap._take_uid()

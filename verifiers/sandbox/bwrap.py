@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -67,7 +68,8 @@ def sandbox_host_uid() -> int:
 
 
 _DEFAULT_UID_RANGE = "600000-665535"
-_uids_in_use: set[int] = set()
+_uids_in_use: dict[int, int] = {}  # uid -> the fd holding its lock
+_UID_LOCK_DIR = "/run/verifiers/sandbox-uids"
 
 
 def sandbox_uid_range() -> range:
@@ -90,19 +92,51 @@ def sandbox_uid_range() -> range:
     return range(lo, hi + 1)
 
 
+def _uid_lock_dir() -> str:
+    """Where the uid locks live: a root-only directory (``$VF_SANDBOX_UID_LOCK_DIR``, default
+    /run/verifiers/sandbox-uids), checked not to be a link or open to others."""
+    path = os.environ.get("VF_SANDBOX_UID_LOCK_DIR", _UID_LOCK_DIR)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise SandboxError(
+            f"{path} (the sandbox uid locks) must be a directory owned by uid {os.geteuid()} "
+            "with mode 0700; remove it or set VF_SANDBOX_UID_LOCK_DIR to another one"
+        )
+    return path
+
+
 def _take_uid() -> int:
-    """A uid of the range that no live sandbox of this process uses (random: processes sharing
-    a range rarely meet)."""
+    """A uid of the range that no live sandbox uses, in this process or any other: each uid
+    is held by an exclusive ``flock`` on its file in :func:`_uid_lock_dir` for as long as its
+    sandbox lives (the kernel drops it when the process dies, however it dies)."""
+    import fcntl
+
     uids = sandbox_uid_range()
+    directory = _uid_lock_dir()
     start = secrets.randbelow(len(uids))
     for i in range(len(uids)):
         uid = uids[(start + i) % len(uids)]
-        if uid not in _uids_in_use:
-            _uids_in_use.add(uid)
-            return uid
+        if uid in _uids_in_use:
+            continue
+        fd = os.open(f"{directory}/{uid}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process's sandbox has it
+            os.close(fd)
+            continue
+        _uids_in_use[uid] = fd
+        return uid
     raise SandboxError(
-        f"every uid of VF_SANDBOX_UID_RANGE ({uids.start}-{uids.stop - 1}) is in use"
+        f"every uid of VF_SANDBOX_UID_RANGE ({uids.start}-{uids.stop - 1}) is in use by a live "
+        "sandbox; give a wider range or run fewer sandboxes at once"
     )
+
+
+def _release_uid_lock(uid: int) -> None:
+    fd = _uids_in_use.pop(uid, None)
+    if fd is not None:
+        os.close(fd)  # drops the flock
 
 
 def bwrap_available() -> bool:
@@ -350,7 +384,7 @@ class BwrapSandbox(AgentSandbox):
 
     def _release_uid(self) -> None:
         if os.geteuid() == 0 and self.host_uid is not None:
-            _uids_in_use.discard(self.host_uid)
+            _release_uid_lock(self.host_uid)
             self.host_uid = None
 
     def _close_info_fd(self) -> None:
