@@ -63,10 +63,9 @@ def connect(address: str) -> Connection:
         "log_to_driver": False,
         "configure_logging": False,
     }
-    if address == "local":
+    kwargs["address"] = address
+    if address == "local":  # a new instance, even where RAY_ADDRESS or `ray start` names one
         kwargs.update(num_cpus=os.cpu_count() or 1, include_dashboard=False)
-    else:
-        kwargs["address"] = address
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as e:
