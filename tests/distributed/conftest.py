@@ -24,6 +24,11 @@ from pathlib import Path
 import pytest
 
 RAY_ENV = Path(__file__).resolve().parent / "ray_env"
+
+# Ray's token authentication with the test session's own token, for every node, this driver
+# and the vf-eval drivers the tests start (not whatever ~/.ray/auth_token holds). Set when this
+# conftest is collected, before any test here imports Ray, which reads them once per process.
+os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
 NODES = ("node_a", "node_b", "node_c")
 START_TIMEOUT_S = 120.0
 
@@ -137,11 +142,6 @@ def ray_cluster() -> Iterator[Cluster]:
     """Three Ray nodes on this machine and this process connected to them as the driver."""
     temp_dir = Path(tempfile.mkdtemp(prefix="vfray-", dir="/tmp"))
     cluster = Cluster(address=f"127.0.0.1:{_free_port()}", temp_dir=temp_dir)
-    # Ray's token authentication with this cluster's own token, for every node, this driver
-    # and the vf-eval drivers the tests start (not whatever ~/.ray/auth_token holds)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
-    # (set before this process imports Ray, which reads them once)
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     import ray
 
     try:
@@ -156,8 +156,3 @@ def ray_cluster() -> Iterator[Cluster]:
             ray.shutdown()
         for name in reversed(list(cluster.nodes)):
             cluster.stop_node(name)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

@@ -74,3 +74,4 @@ async def test_a_run_whose_workers_all_died_fails_when_no_replacement_finds_a_pl
         await asyncio.wait_for(pool.call("run"), timeout=30)
     assert pool.stats.reruns == 1 and pool.stats.replaced == 1
     await pool.close()
+    assert not ray.is_initialized()  # the error message did not start a Ray of its own

@@ -145,10 +145,12 @@ class WorkerPool:
     def _unplaced_message(self) -> str:
         import ray
 
-        try:
-            free: Any = {k: v for k, v in ray.available_resources().items() if "node:" not in k}
-        except Exception as e:  # the cluster itself is gone
-            free = f"unknown ({type(e).__name__}: {e})"
+        free: Any = "unknown (not connected)"
+        if ray.is_initialized():  # (asking otherwise would start a Ray instance of its own)
+            try:
+                free = {k: v for k, v in ray.available_resources().items() if "node:" not in k}
+            except Exception as e:  # the cluster itself is gone
+                free = f"unknown ({type(e).__name__}: {e})"
         return (
             f"no Ray rollout worker started within {self.config.start_timeout_s:.0f} s: each "
             f"asks for {self.config.actor_options()}, the cluster has {free} free; give the "
