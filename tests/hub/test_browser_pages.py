@@ -15,21 +15,13 @@ import pytest
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 
+from tests.browsing import follow
 from verifiers.testing.runs import write_run
 
 from .conftest import Hub
 
 pytestmark = pytest.mark.browser
 
-
-def follow(driver: Any, element: Any) -> None:
-    """Click a link or submit button and wait until the next page has replaced this one."""
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    old = driver.find_element(By.TAG_NAME, "html")
-    element.click()
-    WebDriverWait(driver, 30).until(ec.staleness_of(old))
 
 README = """# Inert readme
 
