@@ -36,15 +36,9 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-pip_install() {  # quiet, but a failure stops the set-up with pip's own words
-  local out
-  if ! out=$(.venv/bin/python -m pip install -q "$@" 2>&1); then
-    printf '%s\n' "$out" | grep -v "^WARNING: Location" >&2
-    echo "bootstrap: pip install $* failed (pip's message above); fix it and run again" >&2
-    exit 1
-  fi
-  printf '%s\n' "$out" | grep -v -e "^WARNING: Location" -e "^$" || true
-}
+# shellcheck source=scripts/pip_quiet.sh
+source scripts/pip_quiet.sh
+pip_install() { pip_quiet bootstrap .venv/bin/python "$@"; }
 
 echo "bootstrap: setting up .venv (first run: a few minutes; pip is quiet while it works)"
 echo "bootstrap: [1/4] upgrading pip"

