@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +321,7 @@ async def test_an_interrupted_run_saves_a_checkpoint_and_resumes_there(
     assert Trainer(TrainConfig.from_dict(data)).step == 2
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert (info["status"], info["step"]) == ("interrupted", 2)
+    assert info["pid"] == os.getpid()  # whose process: vf view tells a killed run by it
 
 
 async def test_tensorboard_gets_the_metrics_beside_metrics_jsonl(tmp_path: Path) -> None:

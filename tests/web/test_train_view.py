@@ -152,3 +152,31 @@ def test_runs_list_and_overlay_page(run_dir: Path) -> None:
     assert page.count('class="train-run"') == 2 and 'data-single="no"' in page
     assert v.handle("/train?run=r1&run=nope").status == 404
     assert Viewer(run_dir).start_path() == "/run/@root/"
+
+
+def test_a_running_run_whose_process_is_gone_reads_as_died(tmp_path: Path) -> None:
+    """``vf train`` killed with SIGKILL never writes its last status: a run marked running
+    whose process (on this machine) is gone shows as ``died``, not running forever."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = socket.gethostname()
+    cases = {
+        "dead": ({"pid": gone.pid, "host": host}, "died"),
+        "alive": ({"pid": os.getpid(), "host": host}, "running"),
+        "elsewhere": ({"pid": gone.pid, "host": host + "-other"}, "running"),
+        "unsaid": ({}, "running"),
+    }
+    for name, (extra, _) in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "run.json").write_text(json.dumps({"kind": "train", "status": "running", **extra}))
+        (d / "metrics.jsonl").write_text(_row(1) + "\n")
+    v = Viewer(tmp_path)
+    for name, (_, expected) in cases.items():
+        assert _get(v, f"/run/{name}/-/metrics?since=0")["status"] == expected, name
+        assert TrainRun(tmp_path / name).status() == expected

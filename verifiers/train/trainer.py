@@ -51,8 +51,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import random
 import shutil
+import socket
 import sys
 import time
 from collections import Counter
@@ -579,6 +581,8 @@ class Trainer:
                 {
                     "kind": "train",
                     "status": status,
+                    "pid": os.getpid(),  # a killed run reads as "died" (vf view)
+                    "host": socket.gethostname(),
                     "started_at": self._started_at,
                     "updated_at": now,
                     "step": self.step,

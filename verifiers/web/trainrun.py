@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import socket
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -399,5 +400,32 @@ class TrainRun:
         self._indexed = (st.st_ino, done)
 
     def status(self) -> str:
-        status = self.info.get("status")
-        return status if isinstance(status, str) else "unknown"
+        """``run.json``'s status, except that a run still marked ``running`` whose process
+        (``pid`` on ``host``, this machine) is gone is ``died``: killed without a chance to
+        say so (SIGKILL, out of memory, the machine's power)."""
+        info = self.info
+        status = info.get("status")
+        if not isinstance(status, str):
+            return "unknown"
+        if status == "running" and _gone(info.get("pid"), info.get("host")):
+            return "died"
+        return status
+
+
+def _gone(pid: Any, host: Any) -> bool:
+    """Whether the process ``pid`` of this machine ``host`` no longer runs (False when the
+    run was on another machine, or the file does not say)."""
+    if (
+        not isinstance(pid, int)
+        or isinstance(pid, bool)
+        or pid <= 0
+        or host != socket.gethostname()
+    ):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, someone else's
+        return False
+    return False
