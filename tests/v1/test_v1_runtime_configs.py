@@ -35,7 +35,7 @@ def test_framework_only_policies_normalize_to_block_everything(given: dict[str, 
 
 
 def test_an_allowlist_and_a_blocklist_together_are_rejected() -> None:
-    with pytest.raises(ValidationError, match="allowlist .* or a blocklist"):
+    with pytest.raises(ValidationError, match=r"allowlist .* or a blocklist"):
         NetworkPolicyConfig(allow=["a.example.com"], block=["b.example.com"])
 
 
@@ -97,9 +97,7 @@ def test_e2b_egress_table() -> None:
         "allow_internet_access": True
     }
     assert _egress_update(E2BConfig(), ROUTES) == {"deny_out": []}
-    assert _egress_update(E2BConfig(block=["203.0.113.7"]), ROUTES) == {
-        "deny_out": ["203.0.113.7"]
-    }
+    assert _egress_update(E2BConfig(block=["203.0.113.7"]), ROUTES) == {"deny_out": ["203.0.113.7"]}
     # route hosts first, once each, then the allowlist (a route host it repeats is not doubled)
     assert _egress_update(E2BConfig(allow=["10.1.2.3", "api.example.com"]), ROUTES) == {
         "allow_out": ["tunnel.example.com", "10.1.2.3", "api.example.com"],

@@ -2,7 +2,6 @@
 An ``e2b`` config (:class:`E2BConfig`, E2B's hosted sandboxes) validates but cannot be run here."""
 
 from verifiers.v1.configs.runtime import NetworkPolicyConfig
-
 from verifiers.v1.runtimes.base import (
     BwrapConfig,
     BwrapRuntime,

@@ -61,7 +61,13 @@ async def chat(
                 parts: dict[str, Any] = {}
                 async for chunk in stream:
                     _add_chunk(parts, chunk)
-                return _completion(parts, stream.response.request)
+                completion = _completion(parts)
+                if completion is None:  # a cut connection that closed cleanly
+                    raise APIConnectionError(
+                        message="the model's stream ended before its completion finished",
+                        request=stream.response.request,
+                    )
+                return completion
         except (APIConnectionError, httpx.TransportError) as error:
             if attempt == retries:
                 raise
@@ -151,14 +157,11 @@ def _add_reasoning_details(details: list[dict[str, Any]], pieces: list[dict[str,
                 last[key] = piece[key]
 
 
-def _completion(parts: dict[str, Any], request: httpx.Request) -> ChatCompletion:
-    """The assembled completion; an APIConnectionError when the stream ended before every
-    choice finished (a cut connection that closed cleanly)."""
+def _completion(parts: dict[str, Any]) -> ChatCompletion | None:
+    """The assembled completion; None when the stream ended before every choice finished."""
     choices = [parts["choices"][i] for i in sorted(parts.get("choices", {}))]
     if not choices or any(choice["finish_reason"] is None for choice in choices):
-        raise APIConnectionError(
-            message="the model's stream ended before its completion finished", request=request
-        )
+        return None
     for choice in choices:
         choice["message"].setdefault("role", "assistant")
         choice["message"].setdefault("content", None)
