@@ -4,8 +4,8 @@ and print pass counts per file.
 The sdist is downloaded at run time (``pip download``, sha256 pinned) and cached outside the
 repository; nothing of it is copied into the repository. The files run with upstream's own ``tests/v1/conftest.py`` and pytest
 configuration (its ``pyproject.toml``: fixture directory on the path, asyncio auto mode; without
-``PRIME_API_KEY`` its ``e2e`` tests are skipped). Prime, modal,
-e2b, docker, podman and apptainer cases are deselected, and ``test_color_codeword_tasks.py`` is
+``PRIME_API_KEY`` its ``e2e`` tests are skipped). The cases upstream marks ``prime``, ``modal``,
+``e2b``, ``docker``, ``podman`` or ``apptainer`` (pytest markers, ``-m``) are deselected, and ``test_color_codeword_tasks.py`` is
 left out (it imports a module the sdist does not ship).
 
     .venv/bin/python scripts/upstream_v1_suite.py [--sdist PATH] [--python PY] [FILE ...]
@@ -343,7 +343,7 @@ def main() -> int:
             try:
                 proc = subprocess.run(
                     [python, "-m", "pytest", f"tests/v1/{name}", "-q", "-p", "no:cacheprovider",
-                     "-k", DESELECT, "-o", "addopts="],
+                     "-m", DESELECT, "-o", "addopts="],
                     cwd=root, env=env, capture_output=True, text=True, timeout=args.timeout,
                 )  # fmt: skip
                 got = counts(proc.stdout)

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from verifiers.v1.errors import HarnessError
+from verifiers.v1.runtimes.e2b import E2B_UNAVAILABLE, E2BConfig
 
 if TYPE_CHECKING:
     from verifiers.sandbox.base import Sandbox, SandboxProcess
@@ -91,9 +94,24 @@ class DockerConfig(_RuntimeConfig):
     image: str = "python:3.12-slim"
 
 
+def _runnable(value: Any) -> Any:
+    """Reject a runtime this package cannot run programs in, saying so (after checking its
+    own rules), instead of a bare "unknown tag"."""
+    if isinstance(value, Mapping) and value.get("type") == "e2b":
+        E2BConfig.model_validate(value)
+        raise ValueError(E2B_UNAVAILABLE)
+    if isinstance(value, E2BConfig):
+        raise ValueError(E2B_UNAVAILABLE)
+    return value
+
+
 RuntimeConfig = Annotated[
-    SubprocessConfig | BwrapConfig | DockerConfig, Field(discriminator="type")
+    SubprocessConfig | BwrapConfig | DockerConfig,
+    Field(discriminator="type"),
+    BeforeValidator(_runnable),
 ]
+"""A runtime programs can run in here, chosen by ``type``; an ``e2b`` one (a valid
+:class:`~verifiers.v1.runtimes.E2BConfig`) is rejected with what it would need."""
 
 
 class ProgramResult(BaseModel):
@@ -234,8 +252,11 @@ class DockerRuntime(Runtime):
     pass
 
 
-def make_runtime(config: SubprocessConfig | BwrapConfig | DockerConfig) -> Runtime:
-    """A new, stopped runtime for ``config``."""
+def make_runtime(config: SubprocessConfig | BwrapConfig | DockerConfig | E2BConfig) -> Runtime:
+    """A new, stopped runtime for ``config`` (an ``e2b`` one raises :class:`HarnessError`:
+    this package does not drive E2B sandboxes)."""
+    if isinstance(config, E2BConfig):
+        raise HarnessError(E2B_UNAVAILABLE)
     cls: type[Runtime] = {
         "subprocess": SubprocessRuntime,
         "bwrap": BwrapRuntime,

@@ -1,0 +1,1 @@
+"""Helpers for harnesses that talk to the model with the ``openai`` SDK."""
