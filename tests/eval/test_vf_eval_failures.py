@@ -189,10 +189,12 @@ def test_ctrl_c_names_the_run_directory_and_the_resume_command(
     import shlex
     import signal
 
-    # 40 rollouts two at a time at 300 ms each: about 6 s, so that the interrupt sent after
-    # the third saved rollout lands mid-run also on a busy machine (at 50 ms a slow test
-    # process could send it after the last rollout)
-    with ServerProcess(responder="responders:solve", latency_ms=300) as server:
+    # the server answers three requests, then holds the others until the test releases them:
+    # the interrupt lands mid-run however slow the machine is
+    release = tmp_path / "release"
+    with ServerProcess(
+        responder="responders:solve_then_hold", env={"VF_TEST_RELEASE": str(release)}
+    ) as server:
         args = ["classic_single", "-m", "toy", "-b", server.base_url, "-n", "20", "-r", "2"]
         exe = Path(sys.executable).parent / "vf-eval"
         proc = subprocess.Popen(
@@ -225,6 +227,8 @@ def test_ctrl_c_names_the_run_directory_and_the_resume_command(
             and str(run_dir.relative_to(tmp_path)) in argv
         )
         assert not (run_dir / ".lock").exists()  # no lock file left behind
+        assert len((run_dir / "results.jsonl").read_text().splitlines()) < 40
+        release.touch()
         resumed = vf_eval(*argv[1:], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     lines = (run_dir / "results.jsonl").read_text().splitlines()
