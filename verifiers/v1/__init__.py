@@ -11,6 +11,8 @@ toolsets.
 The classic ``verifiers`` package never imports this one.
 """
 
+from verifiers.v1.acp import ACPConfig, ACPHarness, ACPTurn
+from verifiers.v1.agent import Agent, Agents, Interaction, Segment
 from verifiers.v1.branch import Branch
 from verifiers.v1.configs import (
     AgentConfig,
@@ -39,21 +41,16 @@ from verifiers.v1.configs.serve import (
     pool_serve_kwargs,
 )
 from verifiers.v1.decorators import metric, reward, stop
-from verifiers.v1.env import (
-    Agent,
-    Agents,
-    Env,
-    Harness,
-    Interaction,
-    NullHarness,
-    NullHarnessConfig,
-    SingleAgentEnv,
-    SingleAgentEnvConfig,
-    TurnResult,
-    harness_for,
-)
+from verifiers.v1.env import Env, SingleAgentEnv, SingleAgentEnvConfig
 from verifiers.v1.errors import AgentError, HarnessError, ModelError, TaskError, V1Error
 from verifiers.v1.graph import MessageNode
+from verifiers.v1.harness import (
+    Harness,
+    HarnessSession,
+    NullHarness,
+    NullHarnessConfig,
+    harness_for,
+)
 from verifiers.v1.harnesses import (
     BashHarness,
     BashHarnessConfig,
@@ -98,7 +95,13 @@ from verifiers.v1.scoring import (
     parse_judge_choice,
     parse_pytest_outcomes,
 )
-from verifiers.v1.semantic import ACPInfo, ParentLink, SemanticEdge, SemanticEdgeSet
+from verifiers.v1.semantic import (
+    ACP_SEMANTIC_EDGES_METADATA_KEY,
+    ACPInfo,
+    ParentLink,
+    SemanticEdge,
+    SemanticEdgeSet,
+)
 from verifiers.v1.state import State
 from verifiers.v1.task import Task, TaskData, WireTaskData
 from verifiers.v1.taskset import Taskset
@@ -131,7 +134,11 @@ from verifiers.v1.types import (
 )
 
 __all__ = [
+    "ACP_SEMANTIC_EDGES_METADATA_KEY",
+    "ACPConfig",
+    "ACPHarness",
     "ACPInfo",
+    "ACPTurn",
     "Agent",
     "AgentConfig",
     "AgentError",
@@ -161,6 +168,7 @@ __all__ = [
     "Harness",
     "HarnessConfig",
     "HarnessError",
+    "HarnessSession",
     "Interaction",
     "Judge",
     "JudgeConfig",
@@ -195,6 +203,7 @@ __all__ = [
     "RuntimeConfig",
     "Sampling",
     "SamplingConfig",
+    "Segment",
     "SelectCLIConfig",
     "SelectConfig",
     "SemanticEdge",
@@ -226,7 +235,6 @@ __all__ = [
     "TrainClientConfig",
     "TrainRunInfo",
     "TrainWorkInfo",
-    "TurnResult",
     "TurnTokens",
     "Usage",
     "UserMessage",
