@@ -16,6 +16,7 @@ from verifiers.v1.graph import continue_branch
 from verifiers.v1.harnesses.rlm.harness import (
     RLM_RUNTIME_METADATA_KEY,
     RLM_SESSION_METADATA_KEY,
+    CompactionConfig,
     RLMHarness,
     RLMHarnessConfig,
 )
@@ -187,7 +188,9 @@ def test_rlm_is_a_registered_harness_with_upstreams_policy() -> None:
         RLMHarnessConfig(disabled_tools=["bash"])
     assert harness.policy() == {"max_total_tokens": 10_000_000}
     unbounded = RLMHarness(
-        RLMHarnessConfig(max_total_tokens=0, max_depth=6, compaction={"max_attempts": 2})
+        RLMHarnessConfig(
+            max_total_tokens=0, max_depth=6, compaction=CompactionConfig(max_attempts=2)
+        )
     )
     assert unbounded.policy() == {
         "max_depth": 6,

@@ -5,9 +5,11 @@ Built here: the core (taskset, task, decorators, configs, message types, traces 
 with their wire forms, ``Env`` / ``SingleAgentEnv`` / ``Agent`` and the in-process ``null``
 harness, plugin loading in ``verifiers.v1.utils.loaders``, ``run_eval`` in
 ``verifiers.v1.cli.eval.runner``), the run configs a trainer composes (``ServeConfig``,
-``TrainClientConfig``), serving (``verifiers.v1.serve``), program harnesses (``bash``,
-``mini_swe_agent``) on runtimes (``subprocess``, ``bwrap``, ``docker``), judges and MCP
-toolsets.
+``TrainClientConfig``), serving (``verifiers.v1.serve``), the rollout driver
+(``verifiers.v1.rollout``: ``Agent.run`` and ``Agent.interaction`` segments, stage timeouts),
+program harnesses (``bash``, ``mini_swe_agent``) on runtimes (``subprocess``, ``bwrap``,
+``docker``), judges and MCP toolsets. The ``rlm`` harness (nano-rlm over ACP) has its config and
+ACP result handling here, but no ACP session driver: running it raises, saying so.
 The classic ``verifiers`` package never imports this one.
 """
 
