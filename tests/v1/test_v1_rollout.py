@@ -149,17 +149,19 @@ async def test_an_error_inside_the_interaction_fails_the_trace() -> None:
 
 
 async def test_the_agent_budget_counts_only_segments() -> None:
+    harness = EchoHarness(linger=0.5)
     run = Rollout(
         task=EchoTask(Data()),
-        agent=agent(EchoHarness(linger=0.15)),
+        agent=agent(harness),
         has_user=True,
-        timeouts=RolloutTimeouts(agent=0.4),
+        timeouts=RolloutTimeouts(agent=3.0),
     )
     assert await run.open()
     assert await run.step([vf.UserMessage(content="a")])
-    await asyncio.sleep(0.5)  # the user thinking does not spend the agent's budget
+    await asyncio.sleep(3.5)  # the user thinking longer than the whole budget spends none of it
     assert await run.step([vf.UserMessage(content="b")])
-    assert not await run.step([vf.UserMessage(content="c")])  # 0.45s of segments > 0.4s
+    harness.linger = 30.0  # this segment runs past what is left of the budget
+    assert not await asyncio.wait_for(run.step([vf.UserMessage(content="c")]), 15)
     trace = await run.close()
     assert trace.stop_condition == "agent_timeout" and trace.ok and trace.num_turns == 3
 
