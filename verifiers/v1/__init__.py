@@ -5,12 +5,16 @@ Built here: the core (taskset, task, decorators, configs, message types, traces 
 with their wire forms, ``Env`` / ``SingleAgentEnv`` / ``Agent`` and the in-process ``null``
 harness, plugin loading in ``verifiers.v1.utils.loaders``, ``run_eval`` in
 ``verifiers.v1.cli.eval.runner``), the run configs a trainer composes (``ServeConfig``,
-``TrainClientConfig``), serving (``verifiers.v1.serve``), program harnesses (``bash``,
-``mini_swe_agent``) on runtimes (``subprocess``, ``bwrap``, ``docker``), judges and MCP
-toolsets.
+``TrainClientConfig``), serving (``verifiers.v1.serve``), the rollout driver
+(``verifiers.v1.rollout``: ``Agent.run`` and ``Agent.interaction`` segments, stage timeouts),
+program harnesses (``bash``, ``mini_swe_agent``) on runtimes (``subprocess``, ``bwrap``,
+``docker``), judges and MCP toolsets. The ``rlm`` harness (nano-rlm over ACP) has its config and
+ACP result handling here, but no ACP session driver: running it raises, saying so.
 The classic ``verifiers`` package never imports this one.
 """
 
+from verifiers.v1.acp import ACPConfig, ACPHarness, ACPTurn
+from verifiers.v1.agent import Agent, Agents, Interaction, Segment
 from verifiers.v1.branch import Branch
 from verifiers.v1.configs import (
     AgentConfig,
@@ -39,21 +43,16 @@ from verifiers.v1.configs.serve import (
     pool_serve_kwargs,
 )
 from verifiers.v1.decorators import metric, reward, stop
-from verifiers.v1.env import (
-    Agent,
-    Agents,
-    Env,
-    Harness,
-    Interaction,
-    NullHarness,
-    NullHarnessConfig,
-    SingleAgentEnv,
-    SingleAgentEnvConfig,
-    TurnResult,
-    harness_for,
-)
+from verifiers.v1.env import Env, SingleAgentEnv, SingleAgentEnvConfig
 from verifiers.v1.errors import AgentError, HarnessError, ModelError, TaskError, V1Error
 from verifiers.v1.graph import MessageNode
+from verifiers.v1.harness import (
+    Harness,
+    HarnessSession,
+    NullHarness,
+    NullHarnessConfig,
+    harness_for,
+)
 from verifiers.v1.harnesses import (
     BashHarness,
     BashHarnessConfig,
@@ -98,7 +97,13 @@ from verifiers.v1.scoring import (
     parse_judge_choice,
     parse_pytest_outcomes,
 )
-from verifiers.v1.semantic import ACPInfo, ParentLink, SemanticEdge, SemanticEdgeSet
+from verifiers.v1.semantic import (
+    ACP_SEMANTIC_EDGES_METADATA_KEY,
+    ACPInfo,
+    ParentLink,
+    SemanticEdge,
+    SemanticEdgeSet,
+)
 from verifiers.v1.state import State
 from verifiers.v1.task import Task, TaskData, WireTaskData
 from verifiers.v1.taskset import Taskset
@@ -131,7 +136,11 @@ from verifiers.v1.types import (
 )
 
 __all__ = [
+    "ACP_SEMANTIC_EDGES_METADATA_KEY",
+    "ACPConfig",
+    "ACPHarness",
     "ACPInfo",
+    "ACPTurn",
     "Agent",
     "AgentConfig",
     "AgentError",
@@ -161,6 +170,7 @@ __all__ = [
     "Harness",
     "HarnessConfig",
     "HarnessError",
+    "HarnessSession",
     "Interaction",
     "Judge",
     "JudgeConfig",
@@ -195,6 +205,7 @@ __all__ = [
     "RuntimeConfig",
     "Sampling",
     "SamplingConfig",
+    "Segment",
     "SelectCLIConfig",
     "SelectConfig",
     "SemanticEdge",
@@ -226,7 +237,6 @@ __all__ = [
     "TrainClientConfig",
     "TrainRunInfo",
     "TrainWorkInfo",
-    "TurnResult",
     "TurnTokens",
     "Usage",
     "UserMessage",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MessageNode",
     "PendingTurn",
+    "continue_branch",
     "decode_ndarray",
     "encode_ndarray",
     "leaves",
@@ -392,6 +393,25 @@ def prepare_turn(
         parent = found
     return PendingTurn(
         trace=trace, prompt=prompt, tools=tools, prefix_node_ids=prefix, path_len=length
+    )
+
+
+def continue_branch(trace: Trace[Any, Any, Any], messages: list[Message]) -> PendingTurn:
+    """A turn that continues the trace's last branch (the path to its newest node) with
+    ``messages``: the branch's own nodes are the prefix, whatever other nodes share their
+    keys, so committing it extends exactly that conversation."""
+    branch: list[int] = []
+    at: int | None = len(trace.nodes) - 1 if trace.nodes else None
+    while at is not None:
+        branch.append(at)
+        at = trace.nodes[at].parent
+    branch.reverse()
+    return PendingTurn(
+        trace=trace,
+        prompt=[*(trace.nodes[n].message for n in branch), *messages],
+        tools=list(trace.nodes[branch[0]].tools) if branch else [],
+        prefix_node_ids=branch,
+        path_len=sum(len(trace.nodes[n].token_ids) for n in branch),
     )
 
 

@@ -429,6 +429,12 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
         if self.stop_condition is None or override:
             self.stop_condition = condition
 
+    def record_timeout(self, stage: str) -> None:
+        """A stage's deadline expired: the trace is a timeout, stopped as ``<stage>_timeout``
+        (replacing an earlier stop: the deadline is what ended the rollout)."""
+        self.is_timeout = True
+        self.stop(f"{stage}_timeout", override=True)
+
     def record_error(self, error: BaseException) -> None:
         self.errors.append(
             Error(

@@ -1,5 +1,6 @@
-"""Built-in program harnesses: ``bash`` and ``mini_swe_agent``, run in a runtime with their model
-calls intercepted. Both are registered in the harness registry
+"""Built-in harnesses: the program harnesses ``bash`` and ``mini_swe_agent``, run in a runtime
+with their model calls intercepted, and ``rlm`` (nano-rlm over ACP, see
+:mod:`verifiers.v1.harnesses.rlm`). All are registered in the harness registry
 (:func:`verifiers.v1.utils.loaders.register_harness`) when this package is imported, so a seat
 names them by id (``harness_for("bash")``, ``harness_config_type("mini-swe-agent")``)."""
 
@@ -10,6 +11,7 @@ from typing import Any
 from verifiers.v1.harnesses.bash import BashHarness, BashHarnessConfig
 from verifiers.v1.harnesses.mini_swe_agent import MiniSweAgentHarness, MiniSweAgentHarnessConfig
 from verifiers.v1.harnesses.program import ProgramHarness, ProgramHarnessConfig
+from verifiers.v1.harnesses.rlm import RLMHarness, RLMHarnessConfig
 from verifiers.v1.utils.loaders import register_harness
 
 __all__ = [
@@ -19,6 +21,8 @@ __all__ = [
     "MiniSweAgentHarnessConfig",
     "ProgramHarness",
     "ProgramHarnessConfig",
+    "RLMHarness",
+    "RLMHarnessConfig",
     "builtin_harness",
 ]
 
@@ -28,6 +32,7 @@ _PROGRAMS: dict[str, type[ProgramHarness[Any]]] = {
 }
 for _id, _cls in _PROGRAMS.items():
     register_harness(_id, _cls)
+register_harness("rlm", RLMHarness)
 
 
 def builtin_harness(name: str, config: dict[str, Any] | None = None) -> ProgramHarness[Any] | None:

@@ -12,7 +12,7 @@ from verifiers.v1.harnesses.programs import TOOL_LOOP_PROGRAM
 from verifiers.v1.types import SystemMessage, content_text
 
 if TYPE_CHECKING:
-    from verifiers.v1.env import Agent
+    from verifiers.v1.agent import Agent
     from verifiers.v1.runtimes import Runtime
     from verifiers.v1.task import Task
     from verifiers.v1.trace import Trace

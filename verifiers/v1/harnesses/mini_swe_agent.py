@@ -18,7 +18,7 @@ from pydantic import Field
 from verifiers.v1.harnesses.program import ProgramHarness, ProgramHarnessConfig
 
 if TYPE_CHECKING:
-    from verifiers.v1.env import Agent
+    from verifiers.v1.agent import Agent
     from verifiers.v1.task import Task
     from verifiers.v1.trace import Trace
 

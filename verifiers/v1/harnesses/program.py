@@ -24,9 +24,9 @@ from typing_extensions import TypeVar
 
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.decorators import invoke_all
-from verifiers.v1.env import Harness
 from verifiers.v1.errors import HarnessError, ModelError
 from verifiers.v1.graph import MessageNode
+from verifiers.v1.harness import Harness
 from verifiers.v1.mcp.toolset import toolsets_of
 from verifiers.v1.runtimes import Runtime, RuntimeConfig, SubprocessConfig, make_runtime
 from verifiers.v1.task import _type_arg
@@ -43,7 +43,7 @@ from verifiers.v1.types import (
 if TYPE_CHECKING:
     from verifiers.agents.interception import Channel, InterceptedCall, InterceptionServer
     from verifiers.sandbox.base import SandboxProcess
-    from verifiers.v1.env import Agent
+    from verifiers.v1.agent import Agent
     from verifiers.v1.task import Task
     from verifiers.v1.trace import Trace
 

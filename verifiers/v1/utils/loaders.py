@@ -23,7 +23,8 @@ from verifiers.errors import ConfigError
 if TYPE_CHECKING:
     from verifiers.v1.configs import EnvConfig, HarnessConfig, TasksetConfig
     from verifiers.v1.configs.judge import JudgeConfig
-    from verifiers.v1.env import Env, Harness
+    from verifiers.v1.env import Env
+    from verifiers.v1.harness import Harness
     from verifiers.v1.judge import Judge
     from verifiers.v1.task import Task
     from verifiers.v1.taskset import Taskset
@@ -80,7 +81,7 @@ def _normalise(plugin_id: str) -> str:
 
 
 def _builtins() -> None:
-    importlib.import_module("verifiers.v1.env")  # registers the in-process ``null`` harness
+    importlib.import_module("verifiers.v1.harness")  # registers the in-process ``null`` harness
     importlib.import_module("verifiers.v1.harnesses")  # registers ``bash``, ``mini_swe_agent``
 
 
@@ -172,7 +173,7 @@ def taskset_class(taskset_id: str) -> type[Taskset[Any, Any]]:
 def harness_class(harness_id: str) -> type[Harness[Any]]:
     """The harness ``harness_id`` names: a registered built-in, else the Harness subclass a
     module of that name exports."""
-    from verifiers.v1.env import Harness
+    from verifiers.v1.harness import Harness
 
     _builtins()
     cls = _HARNESSES.get(_normalise(harness_id))
@@ -226,7 +227,7 @@ def default_harness_id(taskset_id: str) -> str:
     Harness subclass), else the in-process ``null`` chat harness. Program harnesses
     (``bash``, ``mini_swe_agent``) run where a seat names them: unlike upstream 0.4.0, whose
     default is ``bash``, a rollout here starts no process unless asked to."""
-    from verifiers.v1.env import Harness
+    from verifiers.v1.harness import Harness
 
     if taskset_id:
         try:

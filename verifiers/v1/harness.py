@@ -1,0 +1,207 @@
+"""``Harness``: the program an agent runs, and the built-in in-process ``null`` harness (a chat
+loop: one model call per turn through the seat's client, tool calls run in the task's
+toolsets)."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
+
+from verifiers.v1.configs import HarnessConfig
+from verifiers.v1.decorators import invoke_all
+from verifiers.v1.errors import HarnessError, TaskError
+from verifiers.v1.graph import continue_branch, prepare_turn
+from verifiers.v1.task import Task, TaskData, _type_arg
+from verifiers.v1.trace import Trace
+from verifiers.v1.types import (
+    AssistantMessage,
+    Message,
+    Messages,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from verifiers.v1.agent import Agent
+
+__all__ = [
+    "Harness",
+    "HarnessSession",
+    "NullHarness",
+    "NullHarnessConfig",
+    "harness_for",
+    "opening_messages",
+    "seed_prompt",
+]
+
+
+class NullHarnessConfig(HarnessConfig):
+    """The ``null`` harness's config (it has no knobs of its own)."""
+
+    id: str = "null"
+
+
+HarnessConfigT = TypeVar("HarnessConfigT", bound=HarnessConfig, default=HarnessConfig)
+
+
+class Harness(ABC, Generic[HarnessConfigT]):
+    """The program an agent runs. :meth:`run` drives one segment of the conversation (until
+    the model hands the turn back), appending to ``trace``; it returns True when the rollout
+    is over (a stop hook fired or a cap was reached).
+
+    A harness is a value built from its config (``Harness[MyHarnessConfig]``) and shared by
+    the episodes of a run, so per-rollout state lives on the trace (``trace.state``), not on
+    the harness. Seats name it by id: register a built-in with
+    :func:`verifiers.v1.utils.loaders.register_harness` (``harness_config_type(id)`` then
+    gives its config type), or export the subclass in an installed module's ``__all__``.
+    Inside :meth:`run`: ``agent.sample(trace)`` makes one model call on the trace's
+    conversation through the run's client and records it; ``agent.cap_reached(trace)`` names
+    the seat cap reached (``max_turns``, ``max_*_tokens``); ``agent.config.runtime`` says where
+    a program should run; ``task.hooks("stop")`` are the task's stop conditions. Raise
+    :class:`HarnessError` for a broken program; it is recorded on the trace."""
+
+    name: str = ""
+
+    def __init__(self, config: HarnessConfigT | None = None) -> None:
+        if config is None:
+            config = self.config_type().model_validate({"id": self.name} if self.name else {})  # type: ignore[assignment]
+        self.config: HarnessConfigT = config  # type: ignore[assignment]
+
+    @classmethod
+    def config_type(cls) -> type[HarnessConfig]:
+        return _type_arg(cls, HarnessConfig) or HarnessConfig
+
+    @abstractmethod
+    async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool: ...
+
+    def session(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> HarnessSession:
+        """The live harness of one rollout (:class:`verifiers.v1.rollout.Rollout` runs its
+        segments through it); by default each segment is one :meth:`run`."""
+        return HarnessSession(self, task, trace, agent)
+
+
+class HarnessSession:
+    """One rollout's harness: :meth:`turn` runs one segment on the trace, after recording the
+    user's messages (if any) at the end of the conversation."""
+
+    def __init__(
+        self, harness: Harness[Any], task: Task[Any, Any, Any], trace: Trace, agent: Agent
+    ) -> None:
+        self.harness, self.task, self.trace, self.agent = harness, task, trace, agent
+
+    async def turn(self, messages: Messages | None = None) -> None:
+        if messages:
+            continue_branch(self.trace, messages).commit_prompt()
+            self.trace.notify()
+        await self.harness.run(self.task, self.trace, self.agent)
+
+    async def close(self) -> None:
+        """End the session (nothing is held between segments by default)."""
+
+
+def opening_messages(data: TaskData) -> list[Message]:
+    """The task's opening: its system prompt, then its prompt (text or messages)."""
+    messages: list[Message] = []
+    if data.system_prompt:
+        messages.append(SystemMessage(content=data.system_prompt))
+    if isinstance(data.prompt, str):
+        messages.append(UserMessage(content=data.prompt))
+    elif data.prompt:
+        messages.extend(data.prompt)
+    return messages
+
+
+def seed_prompt(task: Task[Any, Any, Any], trace: Trace) -> None:
+    """Record the task's opening (:func:`opening_messages`) as the root of an empty trace."""
+    if not trace.nodes:
+        prepare_turn(trace, opening_messages(task.data)).commit_prompt()
+
+
+class NullHarness(Harness[NullHarnessConfig]):
+    """The plain chat loop: send the conversation, record the reply; the segment ends when a
+    ``@vf.stop`` hook fires, the model stops calling tools, or ``max_turns`` is reached."""
+
+    name = "null"
+
+    async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool:
+        if not any(m.role == "user" for m in trace.messages):
+            raise TaskError(
+                f"task {type(task).__name__} (idx {task.data.idx}) has no user message to answer; "
+                "give it a prompt, or open the conversation with an interaction turn"
+            )
+        from verifiers.v1.mcp.toolset import toolsets_of
+
+        stops = task.hooks("stop")
+        available = {"task": task.data, "trace": trace, "state": trace.state}
+        toolsets = toolsets_of(task)
+        tools = [t for toolset in toolsets for t in toolset.tools()]
+        if tools and not trace.tools:
+            trace.tools = tools
+        while True:
+            cap = agent.cap_reached(trace)
+            if cap is not None:
+                trace.stop(cap)
+                return True
+            await agent.sample(trace, tools or None)
+            for fn, hit in zip(stops, await invoke_all(stops, available), strict=True):
+                if hit:
+                    trace.stop(fn.__name__)
+                    return True
+            last = trace.last_message
+            if not (isinstance(last, AssistantMessage) and last.tool_calls):
+                return False
+            if not toolsets:
+                raise HarnessError(
+                    "the model called a tool but the null harness offers none; give the task "
+                    "toolsets, the agent a harness with tools, or make the task single-turn"
+                )
+            await _run_tool_calls(last.tool_calls, toolsets, trace)
+
+
+async def _run_tool_calls(calls: list[ToolCall], toolsets: list[Any], trace: Trace) -> None:
+    """Run one assistant turn's tool calls concurrently (in the task's toolsets, with the
+    trace's state); each result, or a tool's error, becomes the call's tool message."""
+
+    async def one(call: ToolCall) -> str:
+        owner = next((t for t in toolsets if t.has(call.name)), None)
+        if owner is None:
+            return f"error: no tool {call.name!r}"
+        try:
+            return str(await owner.call(call.name, call.arguments, trace.state))
+        except Exception as exc:
+            return f"error: {type(exc).__name__}: {exc}"
+
+    results = await asyncio.gather(*(one(call) for call in calls))
+    for call, result in zip(calls, results, strict=True):
+        trace.append(ToolMessage(tool_call_id=call.id, name=call.name, content=result))
+
+
+def harness_for(name: str | HarnessConfig) -> Harness[Any]:
+    """The harness ``name`` (an id or a harness config) names, built from its config."""
+    from verifiers.errors import ConfigError
+    from verifiers.v1.utils.loaders import builtin_harness_ids, harness_class
+
+    ident = name if isinstance(name, str) else name.id
+    try:
+        cls = harness_class(ident)
+    except ConfigError as exc:
+        raise HarnessError(
+            f"unknown harness {ident!r}; available here: {builtin_harness_ids()} "
+            f"(or install a package exporting a Harness subclass) ({exc})"
+        ) from exc
+    config = cls.config_type().model_validate({"id": ident}) if isinstance(name, str) else name
+    return cls(config)
+
+
+def _register() -> None:
+    from verifiers.v1.utils.loaders import register_harness
+
+    register_harness("null", NullHarness)
+
+
+_register()
