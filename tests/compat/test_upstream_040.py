@@ -67,7 +67,6 @@ LEFT_OUT: dict[str, str] = {
 #: upstream tests (or whole files, when the file fails to import) that still fail here: work
 #: that is left. Each is named, with its reason, in the v1 section of docs/compat.md.
 NOT_YET: dict[str, str] = {
-    "tests/v1/test_trace.py": "imports Rollout, agent.Interaction and the RLM harness",
     "tests/v1/test_delivery_behaviors.py": "program harnesses and runtimes",
 }
 
