@@ -142,7 +142,8 @@ async def main():
                 config = EvalConfig(
                     env={"taskset": {"id": tid}, **{s: dict(seat) for s in seats}},
                     model="toy", rich=None, push=False, output_dir=Path(tmp), run={"dir": "r"},
-                    client={"base_url": f"http://127.0.0.1:{port}/v1", "api_key_var": "TOY_KEY"})
+                    client={"type": "eval", "base_url": f"http://127.0.0.1:{port}/v1",
+                            "api_key_var": "TOY_KEY"})
                 records = await run_eval(config)
             out[tid] = sorted(
                 [t.task.data.idx, t.agent.name or "agent", round(t.reward, 4),
@@ -221,7 +222,8 @@ async def main():
     with tempfile.TemporaryDirectory() as tmp:
         config = EvalConfig(env={"taskset": {"id": "echo-v1", "phrases": phrases}, "agent": seat},
             model="toy", rich=None, push=False, output_dir=Path(tmp), run={"dir": "r"},
-            max_concurrent=8, client={"base_url": base_url, "api_key_var": "TOY_KEY"})
+            max_concurrent=8,
+            client={"type": "eval", "base_url": base_url, "api_key_var": "TOY_KEY"})
         start, wall = cpu(), time.perf_counter()
         episodes = await run_eval(config)
         used, wall = cpu() - start, time.perf_counter() - wall
