@@ -154,3 +154,17 @@ async def test_seat_retries_rerun_a_failed_agent_run_only_as_the_rules_allow(
         (failed,) = await run_eval(no_retries, client=client)
         await client.close()
     assert not failed.ok and failed.traces[0].errors[-1].type == "ModelError"
+
+
+def test_a_client_table_without_its_type_is_the_defaults_kind(tmp_path: Path) -> None:
+    """``client = {base_url = ...}`` (no ``type``) reads as the default eval client, as upstream
+    0.4's configs read it; a ``type`` given is kept, a wrong one is still an error."""
+    from verifiers.v1.configs.client import EvalClientConfig, TrainClientConfig
+
+    url = "http://127.0.0.1:9/v1"
+    cfg = config(tmp_path, client={"base_url": url, "api_key_var": "K"})
+    assert isinstance(cfg.client, EvalClientConfig) and cfg.client.base_url == url
+    cfg = config(tmp_path, client={"type": "train", "base_url": url})
+    assert isinstance(cfg.client, TrainClientConfig)
+    with pytest.raises(ValueError, match="type"):
+        config(tmp_path, client={"type": "nope", "base_url": url})

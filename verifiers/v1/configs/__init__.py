@@ -47,6 +47,26 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_union_tags(cls, data: Any) -> Any:
+        """A nested config of a tagged union given without its tag (``client = {base_url =
+        ...}``) takes the tag of the field's default (``client``'s is ``eval``), as upstream's
+        configs read it; with no default to take it from, the tag stays required."""
+        if not isinstance(data, dict):
+            return data
+        filled: dict[str, Any] | None = None
+        for name, field in cls.model_fields.items():
+            tag = field.discriminator
+            value = data.get(name)
+            if not isinstance(tag, str) or not isinstance(value, dict) or tag in value:
+                continue
+            default = getattr(field.get_default(call_default_factory=True), tag, None)
+            if isinstance(default, str):
+                filled = filled if filled is not None else dict(data)
+                filled[name] = {tag: default, **value}
+        return data if filled is None else filled
+
 
 def _one_idx(item: Any) -> int | str:
     if isinstance(item, bool) or not isinstance(item, (int, str)):
