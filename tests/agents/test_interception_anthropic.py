@@ -5,8 +5,9 @@ streaming, the max_tokens stop, Anthropic-shaped errors and ``x-api-key`` auth."
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -24,7 +25,10 @@ BASH = {
     "description": "run a shell command",
     "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
 }
-Backend = Callable[[Channel], Awaitable[list[InterceptedCall]]]
+# anthropic 2 is built on httpx2 and refuses an httpx client (anthropic 0.x takes httpx's)
+HTTP: Any = importlib.import_module(
+    "httpx2" if int(anthropic.__version__.split(".")[0]) >= 2 else "httpx"
+)
 
 
 @pytest.fixture
@@ -50,7 +54,7 @@ def sdk(
     client = anthropic.AsyncAnthropic(
         base_url="http://agent" if key_auth else f"http://agent/vf/{channel.secret}",
         api_key=channel.secret if key_auth else "unused",
-        http_client=httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=channel.path)),
+        http_client=HTTP.AsyncClient(transport=HTTP.AsyncHTTPTransport(uds=channel.path)),
         max_retries=0,
     )
     made.append(client)
@@ -89,8 +93,8 @@ async def test_plain_text_message(
             max_tokens=64,
             system=[{"type": "text", "text": "be brief"}],
             messages=[{"role": "user", "content": "say hi"}],
-            temperature=0.2,
             stop_sequences=["END"],
+            extra_body={"temperature": 0.2},  # anthropic 2 has no temperature argument
         )
         reply, calls = await asyncio.gather(request, answer_with(model, channel, 1))
         sent = model.requests[0]

@@ -291,7 +291,7 @@ class Channel:
         body = await reader.readexactly(length) if length else b""
         keep = headers.get(b"connection", b"").lower() != b"close"
         path = target.split(b"?", 1)[0]
-        dialect: Dialect = "anthropic" if path.endswith(MESSAGES_ROUTE) else "chat"
+        dialect: Dialect = "anthropic" if MESSAGES_ROUTE in path else "chat"
         route = self._authorised_path(path, headers)
         if route is None:
             self.stats["refused"] += 1
@@ -307,7 +307,10 @@ class Channel:
             return keep
         if route not in (b"/v1/chat/completions", MESSAGES_ROUTE):
             self.stats["refused"] += 1
-            missing = f"no route {route.decode(errors='replace')}"
+            missing = (
+                f"no route {route.decode(errors='replace')}: this server answers POST "
+                ".../v1/chat/completions, POST .../v1/messages and GET .../v1/models"
+            )
             error = _error(404, missing, "invalid_request_error", dialect)
             await _write(writer, 404, error)
             return keep

@@ -62,7 +62,6 @@ ERROR_TYPES: dict[int, str] = {
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
-    408: "timeout_error",
     411: "invalid_request_error",
     413: "request_too_large",
     429: "rate_limit_error",
