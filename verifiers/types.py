@@ -214,6 +214,8 @@ class ModelResponse:
 
     Token ids and logprobs are filled when the server returns them (vLLM with
     ``return_token_ids``/``logprobs``; the project's test server), else ``None``.
+    ``stop_sequence`` is the stop string that ended the reply, where the server says which
+    (vLLM's ``choices[0].stop_reason``).
     """
 
     message: Message
@@ -224,6 +226,7 @@ class ModelResponse:
     completion_logprobs: list[float] | None = None
     model: str | None = None
     id: str | None = None
+    stop_sequence: str | None = None
 
     def __post_init__(self) -> None:
         self.message = as_message(self.message)

@@ -1,4 +1,4 @@
-"""Model-call interception: an agent program's OpenAI requests become rollout steps.
+"""Model-call interception: an agent program's model requests become rollout steps.
 
 One :class:`InterceptionServer` per environment process. Each rollout opens a
 :class:`Channel`: its own Unix socket (in a private directory of the server) and its own secret.
@@ -10,10 +10,15 @@ rollout's socket (it is not in its file system), and a request without its own r
 secret is refused.
 
 The server speaks just enough HTTP/1.1 for OpenAI clients: ``POST .../v1/chat/completions``
-(streamed as server-sent events or not, tools, ``n=1``) and ``GET .../v1/models``. Each
-accepted request is an :class:`InterceptedCall` on the channel's queue; the environment takes
-it, calls the model through its own client (one trajectory step) and answers it with
-:meth:`InterceptedCall.answer`, which writes the response in the shape the agent asked for.
+(streamed as server-sent events or not, tools, ``n=1``) and ``GET .../v1/models``; and for
+Anthropic clients (the ``anthropic`` SDK, Claude Code; base URL ``http://127.0.0.1:PORT/vf/<secret>``,
+the secret also accepted as ``x-api-key``): ``POST .../v1/messages``, read through
+:class:`verifiers.v1.dialects.anthropic.AnthropicDialect` into the same chat-shaped call, so an
+agent of either API is answered by the same OpenAI-compatible model and recorded the same way.
+Each accepted request is an :class:`InterceptedCall` on the channel's queue; the environment
+takes it, calls the model through its own client (one trajectory step) and answers it with
+:meth:`InterceptedCall.answer`, which writes the response in the dialect and shape (streamed or
+not) the agent asked for; errors, too, come back in the agent's dialect.
 
 Bounds: request heads (32 KiB), bodies (``max_body_bytes``), connections and unanswered
 requests per channel. Closing a channel refuses what is pending and drops its connections.
@@ -32,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -98,9 +103,17 @@ class _HttpError(Exception):
         self.close = close
 
 
+Dialect = Literal["chat", "anthropic"]
+
+MESSAGES_ROUTE = b"/v1/messages"
+"""Anthropic's Messages endpoint (under the channel's base path)."""
+
+
 @dataclass(eq=False)
 class InterceptedCall:
-    """One chat-completions request of an agent, waiting for the environment's answer."""
+    """One model request of an agent, waiting for the environment's answer. Whatever the
+    agent's dialect, ``messages``, ``tools`` and ``sampling_args`` are in the chat-completions
+    shape; ``body`` is the request as the agent sent it."""
 
     body: dict[str, Any]
     messages: list[dict[str, Any]]
@@ -109,6 +122,7 @@ class InterceptedCall:
     include_usage: bool
     sampling_args: dict[str, Any]
     requested_model: str
+    dialect: Dialect = "chat"
     received: float = field(default_factory=time.perf_counter)
     _reply: asyncio.Future[tuple[int, bytes, bool]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
@@ -119,19 +133,28 @@ class InterceptedCall:
         return self._reply.done()
 
     def answer(self, response: ModelResponse) -> None:
-        """Send ``response`` back to the agent (as SSE events when it asked for a stream)."""
+        """Send ``response`` back to the agent in its dialect (as SSE events when it asked for
+        a stream)."""
         if self._reply.done():
             return
-        if self.stream:
+        if self.dialect == "anthropic":
+            from verifiers.v1.dialects import anthropic
+
+            if self.stream:
+                payload = anthropic.stream_events(response, self.requested_model)
+            else:
+                payload = orjson.dumps(anthropic.response_body(response, self.requested_model))
+        elif self.stream:
             payload = sse_events(response, self.requested_model, self.include_usage)
         else:
             payload = orjson.dumps(chat_completion_body(response, self.requested_model))
         self._reply.set_result((200, payload, self.stream))
 
     def fail(self, status: int, message: str, type_: str = "invalid_request_error") -> None:
-        """Answer with an OpenAI-shaped error."""
+        """Answer with an error in the agent's dialect (OpenAI's shape with ``type_``, or
+        Anthropic's, whose type follows the status)."""
         if not self._reply.done():
-            self._reply.set_result((status, _error_body(message, type_), False))
+            self._reply.set_result((status, _error(status, message, type_, self.dialect), False))
 
 
 class Channel:
@@ -162,6 +185,10 @@ class Channel:
     def base_url(self, port: int, host: str = "127.0.0.1") -> str:
         """The OpenAI base URL for an agent reaching this channel through ``host:port``."""
         return f"http://{host}:{port}{self.base_path()}"
+
+    def anthropic_base_url(self, port: int, host: str = "127.0.0.1") -> str:
+        """The Anthropic base URL (the SDKs add ``/v1/messages``) for the same channel."""
+        return f"http://{host}:{port}/vf/{self.secret}"
 
     async def next_call(self) -> InterceptedCall:
         """The next request of the agent (waits)."""
@@ -263,10 +290,13 @@ class Channel:
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body = await reader.readexactly(length) if length else b""
         keep = headers.get(b"connection", b"").lower() != b"close"
-        route = self._authorised_path(target.split(b"?", 1)[0], headers)
+        path = target.split(b"?", 1)[0]
+        dialect: Dialect = "anthropic" if MESSAGES_ROUTE in path else "chat"
+        route = self._authorised_path(path, headers)
         if route is None:
             self.stats["refused"] += 1
-            await _write(writer, 401, _error_body("invalid API key or path", "auth_error"))
+            error = _error(401, "invalid API key or path", "auth_error", dialect)
+            await _write(writer, 401, error)
             return keep
         if route == b"/v1/models" and method == b"GET":
             data = {
@@ -275,23 +305,30 @@ class Channel:
             }
             await _write(writer, 200, orjson.dumps(data), close=not keep)
             return keep
-        if route != b"/v1/chat/completions":
+        if route not in (b"/v1/chat/completions", MESSAGES_ROUTE):
             self.stats["refused"] += 1
-            await _write(writer, 404, _error_body(f"no route {route.decode(errors='replace')}"))
+            missing = (
+                f"no route {route.decode(errors='replace')}: this server answers POST "
+                ".../v1/chat/completions, POST .../v1/messages and GET .../v1/models"
+            )
+            error = _error(404, missing, "invalid_request_error", dialect)
+            await _write(writer, 404, error)
             return keep
         if method != b"POST":
             self.stats["refused"] += 1
-            await _write(writer, 405, _error_body("use POST"))
+            await _write(writer, 405, _error(405, "use POST", "invalid_request_error", dialect))
             return keep
         try:
-            call = self._make_call(body)
+            call = self._make_call(body) if dialect == "chat" else self._make_messages_call(body)
         except _HttpError as e:
             self.stats["refused"] += 1
-            await _write(writer, e.status, _error_body(e.message), close=not keep)
+            error = _error(e.status, e.message, "invalid_request_error", dialect)
+            await _write(writer, e.status, error, close=not keep)
             return keep
         if self.pending() >= self._max_pending:
             self.stats["refused"] += 1
-            await _write(writer, 429, _error_body("too many requests in flight", "rate_limit"))
+            error = _error(429, "too many requests in flight", "rate_limit", dialect)
+            await _write(writer, 429, error)
             return keep
         self.stats["calls"] += 1
         self._pending.add(call)
@@ -317,23 +354,56 @@ class Channel:
             self._answering.discard(task)
 
     def _authorised_path(self, path: bytes, headers: Mapping[bytes, bytes]) -> bytes | None:
-        """The route under the secret prefix (or with the secret as bearer token), or None."""
+        """The route under the secret prefix (or with the secret as bearer token or as
+        Anthropic's ``x-api-key``), or None."""
         prefix = self._prefix
         if path.startswith(prefix + b"/") and hmac.compare_digest(path[: len(prefix)], prefix):
             return path[len(prefix) :]
         auth = headers.get(b"authorization", b"")
         token = auth[7:].strip() if auth[:7].lower() == b"bearer " else b""
+        token = token or headers.get(b"x-api-key", b"")
         if token and hmac.compare_digest(token, self.secret.encode()):
             return path
         return None
 
-    def _make_call(self, raw: bytes) -> InterceptedCall:
+    def _make_messages_call(self, raw: bytes) -> InterceptedCall:
+        """An Anthropic Messages request as a chat-shaped call (a request the dialect cannot
+        read is a 400 naming the field)."""
+        from verifiers.v1.dialects.anthropic import AnthropicDialect, AnthropicRequestError
+        from verifiers.v1.dialects.chat import message_to_wire
+
+        body = _json_object(raw)
+        dialect = AnthropicDialect()
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise _HttpError(400, "the body is not JSON") from None
-        if not isinstance(body, dict):
-            raise _HttpError(400, "the body must be a JSON object")
+            request = dialect.parse_request(body)
+            sampling = dialect.parse_sampling(body)
+        except AnthropicRequestError as e:
+            raise _HttpError(400, f"invalid request: {e}") from None
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools or []
+        ]
+        model = body.get("model")
+        return InterceptedCall(
+            body=body,
+            messages=[message_to_wire(m) for m in request.messages],
+            tools=tools or None,
+            stream=body.get("stream") is True,
+            include_usage=True,
+            sampling_args=sampling,
+            requested_model=model if isinstance(model, str) else self.model_name,
+            dialect="anthropic",
+        )
+
+    def _make_call(self, raw: bytes) -> InterceptedCall:
+        body = _json_object(raw)
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise _HttpError(400, "'messages' must be a non-empty list")
@@ -447,8 +517,27 @@ def _parse_head(head: bytes) -> tuple[bytes, bytes, dict[bytes, bytes]]:
     return parts[0], parts[1], headers
 
 
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise _HttpError(400, "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise _HttpError(400, "the body must be a JSON object")
+    return body
+
+
 def _error_body(message: str, type_: str = "invalid_request_error") -> bytes:
     return orjson.dumps({"error": {"message": message, "type": type_, "code": None}})
+
+
+def _error(status: int, message: str, type_: str, dialect: Dialect) -> bytes:
+    """An error body in ``dialect``'s shape (Anthropic's type follows the status)."""
+    if dialect == "anthropic":
+        from verifiers.v1.dialects.anthropic import error_body
+
+        return orjson.dumps(error_body(status, message))
+    return _error_body(message, type_)
 
 
 async def _write(

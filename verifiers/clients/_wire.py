@@ -228,6 +228,7 @@ def parse_response(data: Any, message_type: MessageType = "chat") -> ModelRespon
         completion_logprobs=_logprobs(choice.get("logprobs"), message_type),
         model=data.get("model"),
         id=data.get("id"),
+        stop_sequence=stop if isinstance(stop := choice.get("stop_reason"), str) else None,
     )
 
 

@@ -3,7 +3,8 @@ and its model calls are intercepted.
 
 Each rollout opens its own channel of the interception server (:mod:`verifiers.agents.interception`):
 a Unix socket bound into the runtime, reached by the program through a small relay on the
-runtime's loopback (``$OPENAI_BASE_URL``, the channel's secret as ``$OPENAI_API_KEY``). Every
+runtime's loopback (``$OPENAI_BASE_URL``, the channel's secret as ``$OPENAI_API_KEY``; for
+programs of Anthropic's Messages API ``$ANTHROPIC_BASE_URL`` and ``$ANTHROPIC_API_KEY``). Every
 request the program makes becomes one model call of the trace: the harness calls the model through
 the agent's client, records the reply with its token ids (the oracle ids the server returned)
 and answers the program. The segment ends when the program exits, a ``@vf.stop`` hook fires or
@@ -98,11 +99,20 @@ def message_from_wire(raw: dict[str, Any]) -> Message:
     return _MESSAGE.validate_python(fields)
 
 
+def _arguments_key(arguments: str) -> str:
+    """Tool-call arguments compared by their JSON value where they are JSON: a program of a
+    dialect that sends them back as an object (Anthropic's ``input``) re-serialises them."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except ValueError:
+        return arguments
+
+
 def _key(message: Message) -> tuple[Any, ...]:
     """What identifies a message when matching a program's request against the trace."""
     calls: tuple[Any, ...] = ()
     if isinstance(message, AssistantMessage):
-        calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls or [])
+        calls = tuple((c.id, c.name, _arguments_key(c.arguments)) for c in message.tool_calls or [])
     return (message.role, content_text(message.content), calls)
 
 
@@ -212,6 +222,9 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 "OPENAI_API_BASE": base_url,
                 "OPENAI_API_KEY": channel.secret,
                 "OPENAI_MODEL": agent.model,
+                "ANTHROPIC_BASE_URL": channel.anthropic_base_url(port),
+                "ANTHROPIC_API_KEY": channel.secret,
+                "ANTHROPIC_MODEL": agent.model,
             }
             proc = await runtime.spawn(argv, env=env)
             procs.append(proc)
