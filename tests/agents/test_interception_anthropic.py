@@ -251,12 +251,9 @@ async def test_malformed_requests_are_400s_naming_the_field(
 ) -> None:
     channel = await server.open_channel()
     client = sdk(channel, clients)
+    robot: Any = [{"role": "robot", "content": "hi"}]  # malformed on purpose
     with pytest.raises(anthropic.BadRequestError) as bad_role:
-        await client.messages.create(
-            model="m",
-            max_tokens=10,
-            messages=[{"role": "robot", "content": "hi"}],  # type: ignore[typeddict-item]
-        )
+        await client.messages.create(model="m", max_tokens=10, messages=robot)
     assert bad_role.value.status_code == 400
     assert bad_role.value.body == {
         "type": "error",
@@ -266,12 +263,13 @@ async def test_malformed_requests_are_400s_naming_the_field(
             "not 'robot'",
         },
     }
+    schemaless: Any = [{"name": "bash"}]
     with pytest.raises(anthropic.BadRequestError, match=r"tools\[0\]\.input_schema"):
         await client.messages.create(
             model="m",
             max_tokens=10,
             messages=[{"role": "user", "content": "hi"}],
-            tools=[{"name": "bash"}],  # type: ignore[typeddict-item]
+            tools=schemaless,
         )
     async with httpx.AsyncClient(
         transport=httpx.AsyncHTTPTransport(uds=channel.path), base_url="http://agent"
