@@ -104,7 +104,9 @@ def is_v1_command_line(args: list[str], params: Iterable[click.Parameter]) -> bo
 
     table = flag_table(EvalConfig, {})
     root = {s for s in [*table.leaves, *table.groups] if "." not in s}
-    negatable = {s for s in root if s in table.optional_groups or table.leaves[s].kind == "bool"}
+    negatable = {
+        s for s in root if s in table.optional_groups or getattr(table.leaves.get(s), "kind", "") == "bool"
+    }
     return any(n in root or (n.startswith("no-") and n[3:] in negatable) for n in unknown)
 
 
