@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -400,7 +399,8 @@ class _EvalCommand(TyperCommand):
     """``vf eval``: a command line in verifiers 0.4's v1 shape (dotted flags, ``@ FILE``;
     see :mod:`cli.eval_v1`) runs as a v1 eval; any other is parsed as the classic flags."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    # ctx: the Context of the click typer bundles (typer.Context derives from it)
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         from cli.eval_v1 import is_v1_command_line
 
         if is_v1_command_line(args, self.params):
@@ -408,7 +408,7 @@ class _EvalCommand(TyperCommand):
             return []
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         if _V1_ARGV in ctx.meta:
             from cli.eval_v1 import run_v1_command
 

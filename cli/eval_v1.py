@@ -24,8 +24,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import click
-
 from cli._common import CLIError
 
 __all__ = ["is_v1_command_line", "run_v1_command"]
@@ -73,7 +71,7 @@ CLASSIC_HINTS: dict[str, str] = {
 }
 
 
-def _classic_names(params: Iterable[click.Parameter]) -> set[str]:
+def _classic_names(params: Iterable[Any]) -> set[str]:
     names: set[str] = set()
     for param in params:
         names.update(getattr(param, "opts", ()))
@@ -81,8 +79,9 @@ def _classic_names(params: Iterable[click.Parameter]) -> set[str]:
     return names
 
 
-def is_v1_command_line(args: list[str], params: Iterable[click.Parameter]) -> bool:
-    """Whether ``args`` is a v1 command line (see the module docstring)."""
+def is_v1_command_line(args: list[str], params: Iterable[Any]) -> bool:
+    """Whether ``args`` is a v1 command line (see the module docstring); ``params`` are the
+    classic command's (click) parameters."""
     classic = _classic_names(params)
     unknown: list[str] = []
     for arg in args:
@@ -105,7 +104,9 @@ def is_v1_command_line(args: list[str], params: Iterable[click.Parameter]) -> bo
     table = flag_table(EvalConfig, {})
     root = {s for s in [*table.leaves, *table.groups] if "." not in s}
     negatable = {
-        s for s in root if s in table.optional_groups or getattr(table.leaves.get(s), "kind", "") == "bool"
+        s
+        for s in root
+        if s in table.optional_groups or getattr(table.leaves.get(s), "kind", "") == "bool"
     }
     return any(n in root or (n.startswith("no-") and n[3:] in negatable) for n in unknown)
 
@@ -262,7 +263,9 @@ def _check_resume(config: Any, run_dir: Path) -> None:
     try:
         saved = type(config).model_validate_json(saved_path.read_text("utf-8"))
     except ValidationError as exc:
-        raise CLIError(f"--resume: {saved_path} is not an eval config ({exc})", exit_code=2)
+        raise CLIError(
+            f"--resume: {saved_path} is not an eval config ({exc})", exit_code=2
+        ) from None
     before, now = saved.model_dump(mode="json"), config.model_dump(mode="json")
     changed = sorted(k for k in {*before, *now} if before.get(k) != now.get(k))
     if changed:
@@ -363,4 +366,3 @@ def _execute(config: Any, *, show: bool) -> Any:
     if progress:
         progress.stop()
     return result
-

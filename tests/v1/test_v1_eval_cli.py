@@ -83,18 +83,14 @@ def test_upstream_flags_run_a_v1_taskset_and_save_where_vf_view_reads(
     assert again.returncode == 0, again.stderr
     assert len(records(run_dir)) == 2
     # under another config the run is not resumed
-    changed = vf_eval(
-        tmp_path, "@", str(run_dir / "configs" / "eval.json"), "-r", "3", "--resume"
-    )
+    changed = vf_eval(tmp_path, "@", str(run_dir / "configs" / "eval.json"), "-r", "3", "--resume")
     assert changed.returncode == 2 and "num_rollouts" in changed.stderr
     # without --resume or --clean an existing run is not overwritten
     refused = vf_eval(tmp_path, "@", str(run_dir / "configs" / "eval.json"))
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
 
 
-def test_a_toml_file_loads_the_config_and_flags_override_it(
-    tmp_path: Path, server: Any
-) -> None:
+def test_a_toml_file_loads_the_config_and_flags_override_it(tmp_path: Path, server: Any) -> None:
     config = tmp_path / "eval.toml"
     config.write_text(
         f"""
@@ -194,9 +190,7 @@ def test_v1_flags_on_a_classic_environment_are_refused(tmp_path: Path) -> None:
     assert "--sampling.max-tokens" in result.stderr and "-t MAX_TOKENS" in result.stderr
 
 
-def test_classic_flags_keep_their_meaning_for_a_v1_environment(
-    tmp_path: Path, server: Any
-) -> None:
+def test_classic_flags_keep_their_meaning_for_a_v1_environment(tmp_path: Path, server: Any) -> None:
     # -s is --save-results and -o the run directory itself, as before
     result = vf_eval(
         tmp_path, "count-words-v1", "-m", "toy", "-b", server.base_url, "-n", "1", "-r", "1",
@@ -206,9 +200,7 @@ def test_classic_flags_keep_their_meaning_for_a_v1_environment(
     assert len(records(tmp_path / "classic-run")) == 1
 
 
-def test_the_installed_vf_eval_script_takes_the_upstream_shape(
-    tmp_path: Path, server: Any
-) -> None:
+def test_the_installed_vf_eval_script_takes_the_upstream_shape(tmp_path: Path, server: Any) -> None:
     """As upstream's tests/v1/test_envs.py runs it: a process of its own."""
     cmd = [
         sys.executable, "-c", "from cli.main import eval_main; eval_main()",

@@ -123,9 +123,7 @@ def _narrow(model: type[BaseModel], data: Any, ctx: _Context) -> type[BaseModel]
         return loaders.taskset_config_type(str(block["id"]))
     if issubclass(model, HarnessConfig):
         ident = data if isinstance(data, str) else block.get("id")
-        return loaders.harness_config_type(
-            str(ident or loaders.default_harness_id(ctx.taskset_id))
-        )
+        return loaders.harness_config_type(str(ident or loaders.default_harness_id(ctx.taskset_id)))
     return model
 
 
@@ -144,7 +142,12 @@ def _kind(annotation: Any) -> Kind:
 
 
 def _walk(
-    cls: type[BaseModel], data: Any, prefix: str, path: tuple[str, ...], table: FlagTable, ctx: _Context
+    cls: type[BaseModel],
+    data: Any,
+    prefix: str,
+    path: tuple[str, ...],
+    table: FlagTable,
+    ctx: _Context,
 ) -> None:
     names: dict[str, str] = {}
     block = data if isinstance(data, dict) else {}
@@ -298,7 +301,7 @@ def _canonical(data: Any, path: tuple[str, ...], table: FlagTable) -> Any:
         return data
     out: dict[str, Any] = {}
     for key, value in data.items():
-        name = names.get(key, key)
+        name = str(names.get(key, key))
         out[name] = _canonical(value, (*path, name), table)
     return out
 
@@ -333,9 +336,7 @@ def _suggest(name: str, table: FlagTable) -> str:
     return f" (did you mean {', '.join('--' + c for c in close)}?)" if close else ""
 
 
-def _parse_flags(
-    argv: list[str], table: FlagTable, hints: dict[str, str]
-) -> dict[str, Any]:
+def _parse_flags(argv: list[str], table: FlagTable, hints: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     problems: list[str] = []
     i = 0
@@ -343,7 +344,9 @@ def _parse_flags(
         token = argv[i]
         if token in hints:
             problems.append(f"{token}: {hints[token]}")
-            i += 1 if "=" in token or i + 1 >= len(argv) or not _looks_like_value(argv[i + 1]) else 2
+            i += (
+                1 if "=" in token or i + 1 >= len(argv) or not _looks_like_value(argv[i + 1]) else 2
+            )
             continue
         if token.startswith("-") and not token.startswith("--") and len(token) == 2:
             short = table.shorts.get(token[1])
@@ -426,13 +429,15 @@ def _parse_flags(
                 problems.append(f"--{name}: {raw!r} is not valid JSON ({exc.msg})")
                 continue
         elif flag.kind == "mapping":
-            problems.append(f"--{name} takes a JSON object, e.g. --{name} '{{\"key\": \"value\"}}'")
+            problems.append(f'--{name} takes a JSON object, e.g. --{name} \'{{"key": "value"}}\'')
             continue
         elif flag.kind == "list":
             parsed = [raw]
             if value is None:
-                while i < len(argv) and not argv[i].startswith("--") and not (
-                    len(argv[i]) == 2 and argv[i][0] == "-" and argv[i][1] in table.shorts
+                while (
+                    i < len(argv)
+                    and not argv[i].startswith("--")
+                    and not (len(argv[i]) == 2 and argv[i][0] == "-" and argv[i][1] in table.shorts)
                 ):
                     parsed.append(argv[i])
                     i += 1
