@@ -8,7 +8,7 @@ so the run directory ``OUTPUT_DIR/RUN.DIR`` holds ``results.jsonl`` and ``metada
 (``vf view``, ``vf eval push``, ``vf eval rescore``) plus ``configs/eval.json``, the resolved
 config a later ``vf-eval @ RUN_DIR/configs/eval.json --resume`` continues.
 
-A command line takes this shape when it loads a file (``@``), uses a dotted flag, or uses a
+A command line takes this shape when it loads a file (``@ FILE``, ``@FILE.toml``), uses a dotted flag, or uses a
 root flag of ``EvalConfig`` the classic command does not have (``--no-rich``, ``--clean``,
 ``--dry-run``, ``--num-rollouts`` ...). Short flags then mean what they mean upstream: ``-n``
 is ``--select.limit``, ``-s`` ``--select.shuffle``, ``-o`` the folder the run directory goes
@@ -87,8 +87,13 @@ def is_v1_command_line(args: list[str], params: Iterable[Any]) -> bool:
     for arg in args:
         if arg == "--":
             break
-        if arg.startswith("@"):
+        if arg == "@":
             return True
+        if arg.startswith("@"):  # @FILE.toml, not a value such as -m @preset/name
+            from verifiers.v1.cli.flags import CONFIG_SUFFIXES
+
+            if arg.endswith(CONFIG_SUFFIXES):
+                return True
         if not arg.startswith("--"):
             continue
         name = arg.partition("=")[0]
@@ -220,7 +225,8 @@ def run_v1_command(args: list[str]) -> None:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
             result = _execute(config, show=False)
     else:
-        result = _execute(config, show=config.rich is not None)
+        live = config.rich is not None and not config.rich.show_logs
+        result = _execute(config, show=live)
         from cli.eval_report import print_samples, print_summary
 
         print_summary(result)
@@ -307,9 +313,10 @@ def _execute(config: Any, *, show: bool) -> Any:
     from verifiers.v1.bridge import V1Environment
     from verifiers.v1.utils.loaders import load_environment
 
-    logging.basicConfig(
-        level=logging.DEBUG if config.verbose else logging.WARNING, stream=sys.stderr
-    )
+    # --rich.show-logs: the run's log lines on stderr in place of the progress display
+    shown = config.rich is not None and config.rich.show_logs
+    level = logging.DEBUG if config.verbose else logging.INFO if shown else logging.WARNING
+    logging.basicConfig(level=level, stream=sys.stderr)
     env = V1Environment(load_environment(config.env), select=config.select)
     client, endpoint = _client(config)
     from cli.eval_report import Progress

@@ -216,3 +216,35 @@ def test_the_installed_vf_eval_script_takes_the_upstream_shape(tmp_path: Path, s
     assert proc.returncode == 0, proc.stderr[-2000:]
     (results,) = tmp_path.glob("outputs/*/results.jsonl")
     assert [json.loads(line)["reward"] for line in results.read_text().splitlines()] == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("args", "v1"),
+    [
+        (["env", "-m", "gpt", "-n", "2", "-s", "-o", "out", "--resume"], False),
+        (["env", "-m", "@preset/fast", "-b", "http://x"], False),
+        (["env", "--no-such-flag"], False),  # the classic parser names it
+        (["env", "--client.base-url", "http://x"], True),
+        (["env", "--env.agent.max-turns=4"], True),
+        (["@", "eval.toml"], True),
+        (["@eval.toml", "-n", "1"], True),
+        (["env", "--no-rich"], True),
+        (["env", "--clean"], True),
+        (["env", "--num-rollouts", "2"], True),
+    ],
+)
+def test_which_command_lines_take_the_v1_shape(args: list[str], v1: bool) -> None:
+    import typer.main
+
+    from cli import eval_cmd
+    from cli.eval_v1 import is_v1_command_line
+
+    params = typer.main.get_command(eval_cmd.app).params
+    assert is_v1_command_line(args, params) is v1
+
+
+def test_vf_eval_subcommand_takes_the_v1_shape_too(tmp_path: Path) -> None:
+    with contextlib.chdir(tmp_path):
+        result = run_cli("eval", "count-words-v1", "--env.agent.max-turn", "4", prog="vf")
+    assert result.returncode == 2
+    assert "did you mean --env.agent.max-turns" in result.stderr

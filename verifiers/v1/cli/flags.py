@@ -27,6 +27,9 @@ from verifiers.errors import ConfigError
 
 __all__ = ["FlagTable", "flag_table", "format_flags", "parse_config_argv"]
 
+CONFIG_SUFFIXES = (".toml", ".json")
+"""The config files ``@`` loads."""
+
 Kind = Literal["bool", "list", "mapping", "value"]
 T = TypeVar("T", bound=BaseModel)
 
@@ -245,6 +248,12 @@ def _split(token: str) -> tuple[str, str | None]:
     return name, value if eq else None
 
 
+def _file_ref(token: str) -> bool:
+    """``@FILE.toml`` / ``@FILE.json`` written without a space (another ``@word`` is a value,
+    such as a model preset ``@preset/name``)."""
+    return token.startswith("@") and token.endswith(CONFIG_SUFFIXES)
+
+
 def _files(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     """``argv`` without its ``@ FILE`` / ``--group @ FILE`` parts, and their merged data."""
     rest: list[str] = []
@@ -253,14 +262,14 @@ def _files(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     while i < len(argv):
         token = argv[i]
         nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if token.startswith("@"):
+        if token == "@" or _file_ref(token):
             name = token[1:] or nxt
             if not name:
                 raise ConfigError("@ needs a config file after it: @ FILE.toml")
             data = _merge(data, _load_file(name))
             i += 1 if token[1:] else 2
             continue
-        if token.startswith("--") and nxt is not None and nxt.startswith("@"):
+        if token.startswith("--") and nxt is not None and (nxt == "@" or _file_ref(nxt)):
             name = nxt[1:] or (argv[i + 2] if i + 2 < len(argv) else "")
             if not name:
                 raise ConfigError(f"{token} @ needs a config file after it")
