@@ -25,7 +25,10 @@ HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
     "(or the built-in `-m oracle`). `vf eval push RUN_DIR` shares a run on the hub; "
     "`vf eval runs list OWNER/NAME` lists shared runs (also hide, unhide, delete); "
-    "`vf eval rescore RUN_DIR` re-scores a saved run with the current rubric."
+    "`vf eval rescore RUN_DIR` re-scores a saved run with the current rubric. "
+    "v1 environments also take verifiers 0.4's command line: dotted config flags "
+    "(--client.base-url URL, --env.agent.max-turns N, --sampling.max-tokens N) and "
+    "@ FILE.toml; `vf-eval TASKSET --no-push --help` lists them."
 )
 
 # run alone as `vf-eval` too: no completion commands, plain tracebacks and help

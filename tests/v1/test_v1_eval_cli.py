@@ -164,7 +164,7 @@ def test_bad_flags_are_named_with_what_to_write(
 
 
 def test_help_lists_the_narrowed_flags(tmp_path: Path) -> None:
-    result = vf_eval(tmp_path, "count-words-v1", "--env.agent.max-turns", "1", "--help")
+    result = vf_eval(tmp_path, "count-words-v1", "--no-push", "--help")
     assert result.returncode == 0
     assert "--env.taskset.sentences LIST" in result.stdout
     assert "-n, --select.limit" in result.stdout and "--client.base-url" in result.stdout
