@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from cli._common import CLIError, handle_errors
 from cli.eval_report import Progress, error_verdict, print_samples, print_summary
@@ -24,7 +25,10 @@ HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
     "(or the built-in `-m oracle`). `vf eval push RUN_DIR` shares a run on the hub; "
     "`vf eval runs list OWNER/NAME` lists shared runs (also hide, unhide, delete); "
-    "`vf eval rescore RUN_DIR` re-scores a saved run with the current rubric."
+    "`vf eval rescore RUN_DIR` re-scores a saved run with the current rubric. "
+    "v1 environments also take verifiers 0.4's command line: dotted config flags "
+    "(--client.base-url URL, --env.agent.max-turns N, --sampling.max-tokens N) and "
+    "@ FILE.toml; `vf-eval TASKSET --no-push --help` lists them."
 )
 
 # run alone as `vf-eval` too: no completion commands, plain tracebacks and help
@@ -394,7 +398,31 @@ class EvalOptions:
     retry_on_error: int = 0
 
 
-@app.command("eval", help=HELP)
+class _EvalCommand(TyperCommand):
+    """``vf eval``: a command line in verifiers 0.4's v1 shape (dotted flags, ``@ FILE``;
+    see :mod:`cli.eval_v1`) runs as a v1 eval; any other is parsed as the classic flags."""
+
+    # ctx: the Context of the click typer bundles (typer.Context derives from it)
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        from cli.eval_v1 import is_v1_command_line
+
+        if is_v1_command_line(args, self.params):
+            ctx.meta[_V1_ARGV] = list(args)
+            return []
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        if _V1_ARGV in ctx.meta:
+            from cli.eval_v1 import run_v1_command
+
+            return handle_errors(run_v1_command)(ctx.meta[_V1_ARGV])
+        return super().invoke(ctx)
+
+
+_V1_ARGV = "vf_eval.v1_argv"
+
+
+@app.command("eval", help=HELP, cls=_EvalCommand)
 @handle_errors
 def eval_command(
     env_id: str = _ENV_ID,
@@ -442,20 +470,33 @@ def eval_command(
     else:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
             result = _execute(opts, run_dir)
-    _finish(result, opts)
+    finish_run(
+        result,
+        max_error_rate=opts.max_error_rate,
+        push=opts.push,
+        allow_unverified=opts.allow_unverified,
+        as_json=opts.as_json,
+    )
 
 
-def _finish(result: Any, o: EvalOptions) -> None:
+def finish_run(
+    result: Any,
+    *,
+    max_error_rate: float | None,
+    push: bool,
+    allow_unverified: bool,
+    as_json: bool,
+) -> None:
     """After the run: push it (``--push``), print the JSON (``--json``), fail on errors."""
-    failed = error_verdict(result.metadata["summary"], o.max_error_rate)
+    failed = error_verdict(result.metadata["summary"], max_error_rate)
     pushed = None
-    if o.push and not failed and result.path:
+    if push and not failed and result.path:
         from cli.eval_push import push_run, report
 
-        pushed = push_run(result.path, env=None, allow_unverified=o.allow_unverified)
-        if not o.as_json:
+        pushed = push_run(result.path, env=None, allow_unverified=allow_unverified)
+        if not as_json:
             report(pushed)
-    if o.as_json:
+    if as_json:
         out = dict(result.metadata)
         out["path"] = str(result.path) if result.path else None
         if pushed is not None:

@@ -2,7 +2,7 @@
 classic ``Environment``, so ``vf.load_environment``, ``vf-eval`` (results, ``--resume``,
 ``vf view``, ``--ray``) and ``EnvGroup`` run it like any classic environment.
 
-One dataset row per task (its load position is the ``example_id``; the task's data rides in
+One dataset row per task (of the tasks ``select`` keeps, when given; its load position is the ``example_id``; the task's data rides in
 ``info["v1_task"]``); one rollout is one v1 episode. The rollout's ``reward`` is its trace's
 reward (for a multi-seat episode the mean over its trainable seats' traces), its ``metrics``
 each trace's rewards and metrics by name (a multi-seat episode prefixes them with the seat
@@ -18,6 +18,7 @@ from verifiers.envs.environment import Environment
 from verifiers.errors import ConfigError
 from verifiers.rubrics.rubric import Rubric
 from verifiers.types import State
+from verifiers.v1.configs import SelectConfig
 from verifiers.v1.env import Env
 from verifiers.v1.task import Task
 from verifiers.v1.trace import Episode, Trace
@@ -84,8 +85,9 @@ class _EpisodeRubric(Rubric):
 class V1Environment(Environment):
     """A v1 ``Env`` as a classic environment (see the module docstring)."""
 
-    def __init__(self, env: Env[Any], **kwargs: Any) -> None:
+    def __init__(self, env: Env[Any], *, select: SelectConfig | None = None, **kwargs: Any) -> None:
         self.v1_env = env
+        self._select = select
         self._tasks: dict[int, Task[Any, Any, Any]] = {}
         kwargs.setdefault("env_id", env.id)
         super().__init__(eval_dataset=self._task_rows, rubric=_EpisodeRubric(self), **kwargs)
@@ -101,10 +103,13 @@ class V1Environment(Environment):
 
     def _task_rows(self) -> list[dict[str, Any]]:
         taskset = self.v1_env.taskset
+        if self._select is not None:
+            taskset = taskset.select(self._select)
         if not taskset.bounded:
             raise ConfigError(
                 f"{type(taskset).__name__} is endless; a classic run needs a bounded view: "
-                "load it with a config that bounds it, or run it with verifiers.v1's run_eval"
+                "load it with a config that bounds it, select a bounded part of it "
+                "(--select.limit N), or run it with verifiers.v1's run_eval"
             )
         rows: list[dict[str, Any]] = []
         for position, task in enumerate(taskset):
