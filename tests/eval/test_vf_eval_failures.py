@@ -212,7 +212,12 @@ def test_ctrl_c_names_the_run_directory_and_the_resume_command(
             time.sleep(0.01)  # polling the file for progress, not synchronising on time
         assert proc.poll() is None, "the run finished before it could be interrupted"
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"vf-eval did not stop within 120 s of Ctrl-C; its stderr:\n{err}")
         assert proc.returncode == 130, err
         [run_dir] = tmp_path.glob("outputs/evals/*/*")
         assert (
