@@ -231,9 +231,7 @@ def test_json_output_stays_clean_when_the_environment_prints(
         "    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    proc = vf_eval(
-        "chatty_json_env", "-m", "oracle", "-n", "1", "-r", "1", "--json", cwd=tmp_path
-    )
+    proc = vf_eval("chatty_json_env", "-m", "oracle", "-n", "1", "-r", "1", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["summary"]["avg_reward"] == 1.0
     assert "building" in proc.stderr and "scoring" in proc.stderr
@@ -282,10 +280,14 @@ def test_an_existing_run_in_output_dir_is_never_replaced_silently(
     def rows() -> int:
         return len((tmp_path / "run" / "results.jsonl").read_text().splitlines())
 
-    first = vf_eval("classic_single", "-m", "oracle", "-n", "3", "-r", "2", "-o", "run", cwd=tmp_path)
+    first = vf_eval(
+        "classic_single", "-m", "oracle", "-n", "3", "-r", "2", "-o", "run", cwd=tmp_path
+    )
     assert first.returncode == 0, first.stderr
     assert rows() == 6
-    other = vf_eval("classic_single", "-m", "oracle", "-n", "1", "-r", "1", "-o", "run", cwd=tmp_path)
+    other = vf_eval(
+        "classic_single", "-m", "oracle", "-n", "1", "-r", "1", "-o", "run", cwd=tmp_path
+    )
     assert other.returncode == 2
     [line] = other.stderr.splitlines()
     assert line.startswith(
@@ -295,7 +297,9 @@ def test_an_existing_run_in_output_dir_is_never_replaced_silently(
     assert "num_examples 3 -> 1" in line and "rollouts_per_example 2 -> 1" in line
     assert "another output directory (-o DIR), or pass --overwrite" in line
     assert rows() == 6  # untouched
-    same = vf_eval("classic_single", "-m", "oracle", "-n", "3", "-r", "2", "-o", "run", cwd=tmp_path)
+    same = vf_eval(
+        "classic_single", "-m", "oracle", "-n", "3", "-r", "2", "-o", "run", cwd=tmp_path
+    )
     assert same.returncode == 2
     assert "of this configuration: pass --resume to continue it" in same.stderr
     assert rows() == 6

@@ -109,7 +109,9 @@ def test_push_errors_are_clear(hub: Hub, tmp_path: Path) -> None:
     )
     assert bad.status_code == 400 and "gzip" in bad.json()["message"]
     bad_id = httpx.put(
-        f"{hub.url}/api/v1/runs/x", content=_packed(run), headers={"Authorization": f"Bearer {token}"}
+        f"{hub.url}/api/v1/runs/x",
+        content=_packed(run),
+        headers={"Authorization": f"Bearer {token}"},
     )
     assert bad_id.status_code == 400
     odd = write_run(
