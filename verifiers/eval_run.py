@@ -274,7 +274,7 @@ class Run:
 
     metadata: dict[str, Any]
     recorder: Recorder
-    started: float = field(default_factory=time.perf_counter)
+    started: float = field(default_factory=lambda: time.perf_counter())
     adaptive: AdaptiveLimit | None = None
 
 
@@ -339,7 +339,8 @@ def finish_run(env: Environment, plan: RunPlan, run: Run, clients: Clients, stat
             recorder.writer.close()
         metadata["status"] = status
         metadata["finished_at"] = datetime.now(UTC).isoformat()
-        metadata["wall_time_s"] = round(time.perf_counter() - run.started, 3)
+        # microseconds: a run shorter than a millisecond does not read as taking no time
+        metadata["wall_time_s"] = round(time.perf_counter() - run.started, 6)
         metadata["summary"] = summarize(
             recorder.records, plan.settings.rollouts_per_example, env.pass_threshold
         )

@@ -68,3 +68,19 @@ async def test_results_read_like_classic_generate_outputs(server: OpenAITestServ
     assert metadata["avg_error"] == 0.0
     assert metadata["base_url"] == server.base_url.rstrip("/") and metadata["time"] >= 0
     assert metadata["rollouts_per_example"] == 2 and metadata["model"] == "m"
+
+
+async def test_a_sub_millisecond_run_reports_a_time_above_zero(
+    server: OpenAITestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``metadata["time"]`` of a run shorter than a millisecond (a mock client, as upstream
+    0.3.1's own test uses) is still above 0: it was rounded to 0.0 at 3 decimals."""
+    import itertools
+    import time
+
+    ticks = itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: 100.0 + next(ticks) * 1e-6)
+    env = xml_env()
+    client = AsyncOpenAI(base_url=server.base_url, api_key="x")
+    results = await env.generate(inputs=env.get_dataset(n=1), client=client, model="m")
+    assert 0.0 < results["metadata"]["time"] < 0.001

@@ -89,7 +89,7 @@ class OutputsBuilder:
         self.shuffle_seed = shuffle_seed
         self.pass_threshold = float(getattr(env, "pass_threshold", 0.5))
         self.base_url = _base_url(client)
-        self.started = time.time()
+        self.started = time.perf_counter()  # elapsed time: monotonic, fine-grained
         self.outputs: list[dict[str, Any]] = []
         self.reward = m.RewardMetric()
         self.error_rate = m.ErrorRateMetric()
@@ -132,7 +132,7 @@ class OutputsBuilder:
             "shuffle_seed": self.shuffle_seed,
             "sampling_args": self.sampling_args,
             "date": datetime.now().isoformat(),
-            "time": time.time() - self.started,
+            "time": time.perf_counter() - self.started,
             "avg_reward": self.reward.compute(),
             "avg_metrics": self.env_metrics.compute(),
             "avg_error": self.error_rate.compute(),
