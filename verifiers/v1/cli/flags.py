@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import AliasChoices, BaseModel, ValidationError
 
 from verifiers.errors import ConfigError
+from verifiers.v1.configs.agent import deep_merge
 
 __all__ = ["FlagTable", "flag_table", "format_flags", "parse_config_argv"]
 
@@ -226,16 +227,6 @@ def _load_file(path: str) -> dict[str, Any]:
     return data
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def _nest(path: tuple[str, ...] | list[str], value: Any) -> dict[str, Any]:
     out: Any = value
     for part in reversed(path):
@@ -266,7 +257,7 @@ def _files(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
             name = token[1:] or nxt
             if not name:
                 raise ConfigError("@ needs a config file after it: @ FILE.toml")
-            data = _merge(data, _load_file(name))
+            data = deep_merge(data, _load_file(name))
             i += 1 if token[1:] else 2
             continue
         if token.startswith("--") and nxt is not None and (nxt == "@" or _file_ref(nxt)):
@@ -274,7 +265,7 @@ def _files(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
             if not name:
                 raise ConfigError(f"{token} @ needs a config file after it")
             path = token[2:].replace("-", "_").split(".")
-            data = _merge(data, _nest(path, _load_file(name)))
+            data = deep_merge(data, _nest(path, _load_file(name)))
             i += 2 if nxt[1:] else 3
             continue
         rest.append(token)
@@ -296,7 +287,7 @@ def _ids(argv: list[str]) -> dict[str, Any]:
             if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
                 continue
             value = argv[i + 1]
-        out = _merge(out, _nest(name[2:].replace("-", "_").split("."), value))
+        out = deep_merge(out, _nest(name[2:].replace("-", "_").split("."), value))
     return out
 
 
@@ -378,15 +369,15 @@ def _parse_flags(argv: list[str], table: FlagTable, hints: dict[str, str]) -> di
         flag = table.leaves.get(name)
         negated = table.leaves.get(name[3:]) if name.startswith("no-") else None
         if flag is None and negated is not None and negated.kind == "bool" and value is None:
-            out = _merge(out, _nest(negated.path, False))
+            out = deep_merge(out, _nest(negated.path, False))
             i += 1
             continue
         if flag is None and name.startswith("no-") and name[3:] in table.optional_groups:
-            out = _merge(out, _nest(table.groups[name[3:]], None))
+            out = deep_merge(out, _nest(table.groups[name[3:]], None))
             i += 1
             continue
         if flag is None and name in table.optional_groups and not takes_next and value is None:
-            out = _merge(out, _nest(table.groups[name], {}))
+            out = deep_merge(out, _nest(table.groups[name], {}))
             i += 1
             continue
         if flag is None and name in table.groups:
@@ -409,7 +400,7 @@ def _parse_flags(argv: list[str], table: FlagTable, hints: dict[str, str]) -> di
                     i += 1
                     continue
                 path = (*table.groups[parent], key.replace("-", "_"))
-                out = _merge(out, _nest(path, _scalar(raw, None)))
+                out = deep_merge(out, _nest(path, _scalar(raw, None)))
                 i += 1 if value is not None else 2
                 continue
             problems.append(f"unknown flag --{name}{_suggest(name, table)}")
@@ -422,7 +413,7 @@ def _parse_flags(argv: list[str], table: FlagTable, hints: dict[str, str]) -> di
             )
             if value is not None and truth is None:
                 problems.append(f"--{name} takes true or false, not {value!r}")
-            out = _merge(out, _nest(flag.path, True if truth is None else truth))
+            out = deep_merge(out, _nest(flag.path, True if truth is None else truth))
             i += 2 if value is None and truth is not None else 1
             continue
         if value is None and not takes_next:
@@ -452,7 +443,7 @@ def _parse_flags(argv: list[str], table: FlagTable, hints: dict[str, str]) -> di
                     i += 1
         else:
             parsed = _scalar(raw, flag)
-        out = _merge(out, _nest(flag.path, parsed))
+        out = deep_merge(out, _nest(flag.path, parsed))
     if problems:
         raise ConfigError("; ".join(problems))
     return out
@@ -521,10 +512,12 @@ def parse_config_argv(
                 f"{flag} names {named!r} but the leading argument names "
                 f"{lead_value(lead, positional)!r}: give one of them"
             )
-    seed = _merge(_merge(file_data, lead), _ids(rest))
+    seed = deep_merge(deep_merge(file_data, lead), _ids(rest))
     table = flag_table(cls, seed)
     flags = _parse_flags(rest, table, hints or {})
-    merged = _merge(_canonical(_merge(file_data, lead), (), table), _canonical(flags, (), table))
+    merged = deep_merge(
+        _canonical(deep_merge(file_data, lead), (), table), _canonical(flags, (), table)
+    )
     for path, tag in table.tags.items():
         node: Any = merged
         for part in path:
@@ -544,9 +537,9 @@ def lead_value(data: dict[str, Any], path: tuple[str, ...]) -> Any:
 def format_flags(cls: type[BaseModel], argv: list[str]) -> str:
     """One line per flag of ``cls`` (narrowed by the ids ``argv`` names), with its default."""
     rest, file_data = _files(argv)
-    seed = _merge(file_data, _ids(rest))
+    seed = deep_merge(file_data, _ids(rest))
     if rest and not rest[0].startswith("-"):
-        seed = _merge(seed, {"env": {"taskset": {"id": rest[0]}}})
+        seed = deep_merge(seed, {"env": {"taskset": {"id": rest[0]}}})
     table = flag_table(cls, seed)
     shorts = {v: k for k, v in table.shorts.items()}
     lines = []

@@ -103,15 +103,16 @@ def merge_agent_defaults(config: type[BaseModel], data: Any) -> Any:
     for name, field in config.model_fields.items():
         default, given = field.default, out.get(name)
         if isinstance(default, AgentConfig) and isinstance(given, dict):
-            out[name] = _deep_merge(default.model_dump(exclude_unset=True), given)
+            out[name] = deep_merge(default.model_dump(exclude_unset=True), given)
     return out
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base``: nested tables merge key by key, anything else replaces."""
     merged = dict(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
