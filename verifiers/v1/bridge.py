@@ -20,6 +20,7 @@ from verifiers.rubrics.rubric import Rubric
 from verifiers.types import State
 from verifiers.v1.configs import SelectConfig
 from verifiers.v1.env import Env
+from verifiers.v1.harness import opening_messages
 from verifiers.v1.task import Task
 from verifiers.v1.trace import Episode, Trace
 
@@ -117,7 +118,7 @@ class V1Environment(Environment):
             self._tasks[idx] = task
             rows.append(
                 {
-                    "prompt": [_wire(m) for m in _prompt(task)],
+                    "prompt": [_wire(m) for m in opening_messages(task.data)],
                     "answer": "",
                     "task": self.v1_env.id or "default",
                     "example_id": idx,
@@ -147,20 +148,6 @@ class V1Environment(Environment):
             task, lambda: env.agents(state["client"], state["model"], state["sampling_args"])
         )
         _fill(state, episode)
-
-
-def _prompt(task: Task[Any, Any, Any]) -> list[Any]:
-    from verifiers.v1.types import SystemMessage, UserMessage
-
-    data = task.data
-    out: list[Any] = []
-    if data.system_prompt:
-        out.append(SystemMessage(content=data.system_prompt))
-    if isinstance(data.prompt, str):
-        out.append(UserMessage(content=data.prompt))
-    elif data.prompt:
-        out.extend(data.prompt)
-    return out
 
 
 def _fill(state: State, episode: Episode[Any, Any, Any]) -> None:
