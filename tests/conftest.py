@@ -71,3 +71,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if rep.when == "call":
         item.rep_call = rep  # type: ignore[attr-defined]
     return rep
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A test process still alive two minutes after its last test is hung at exit (a thread
+    or worker process that does not stop): every thread's stack goes to stderr and the process
+    exits with status 1, rather than waiting for CI's time limit with nothing to show."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(120, exit=True)

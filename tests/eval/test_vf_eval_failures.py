@@ -203,6 +203,8 @@ def test_ctrl_c_names_the_run_directory_and_the_resume_command(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            # a hang below is reported with every thread's stack (SIGABRT dumps them)
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -215,8 +217,12 @@ def test_ctrl_c_names_the_run_directory_and_the_resume_command(
         try:
             _, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
+            proc.send_signal(signal.SIGABRT)
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
             pytest.fail(f"vf-eval did not stop within 120 s of Ctrl-C; its stderr:\n{err}")
         assert proc.returncode == 130, err
         [run_dir] = tmp_path.glob("outputs/evals/*/*")
