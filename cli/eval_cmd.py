@@ -7,7 +7,6 @@ Classic flags keep their meaning: ``-m MODEL -b BASE_URL -k KEY_VAR -n N -r R -c
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -19,7 +18,7 @@ import typer
 from typer.core import TyperCommand
 
 from cli._common import CLIError, handle_errors
-from cli.eval_report import Progress, error_verdict, print_samples, print_summary
+from cli.eval_report import Progress, error_verdict, run_with_progress, show_result
 
 HELP = (
     "Evaluate an environment against a model behind an OpenAI-compatible endpoint "
@@ -462,14 +461,9 @@ def eval_command(
 ) -> None:
     opts = EvalOptions(**locals())  # every parameter, by name: nothing else is defined yet
     run_dir: list[Path | None] = [None]
-    if not opts.as_json:
-        result = _execute(opts, run_dir)
-        print_summary(result)
-        if opts.samples:
-            print_samples(result, opts.samples)
-    else:
-        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-            result = _execute(opts, run_dir)
+    result = show_result(
+        lambda: _execute(opts, run_dir), as_json=opts.as_json, samples=opts.samples
+    )
     finish_run(
         result,
         max_error_rate=opts.max_error_rate,
@@ -509,7 +503,6 @@ def finish_run(
 def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
     """Load, resolve the endpoint, run with a progress display; ``run_dir[0]`` gets the run
     directory as soon as the run has one (for the Ctrl-C message)."""
-    import asyncio
     import logging
 
     import verifiers as vf
@@ -584,21 +577,7 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
             await client.close()
             await env.close()
 
-    if progress:
-        progress.start(n_total=None)
-    try:
-        result = asyncio.run(run())
-    except KeyboardInterrupt:
-        if progress:
-            progress.stop(clear_if_idle=True)
-        raise _interrupted(run_dir[0]) from None
-    except BaseException:
-        if progress:
-            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
-        raise
-    if progress:
-        progress.stop()
-    return result
+    return run_with_progress(run, progress, lambda: _interrupted(run_dir[0]))
 
 
 def _concurrency_arg(value: str | None) -> int | str | None:

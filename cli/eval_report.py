@@ -8,14 +8,26 @@ the run failed as a whole (exit code 1).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from cli._common import plural
 
-__all__ = ["Progress", "error_verdict", "print_samples", "print_summary"]
+__all__ = [
+    "Progress",
+    "error_verdict",
+    "print_samples",
+    "print_summary",
+    "run_with_progress",
+    "show_result",
+]
+
+T = TypeVar("T")
 
 
 class Progress:
@@ -146,6 +158,43 @@ class Progress:
                 )
             elif done == total or time.monotonic() - self._last_line >= self.interval:
                 self._line()
+
+
+def run_with_progress(
+    main: Callable[[], Coroutine[Any, Any, T]],
+    progress: Progress | None,
+    interrupted: Callable[[], Exception],
+) -> T:
+    """Run the evaluation coroutine with its progress shown; on Ctrl-C the progress stops
+    and ``interrupted()`` (where the partial results are, how to continue) is raised."""
+    if progress:
+        progress.start(n_total=None)
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        if progress:
+            progress.stop(clear_if_idle=True)
+        raise interrupted() from None
+    except BaseException:
+        if progress:
+            progress.stop(clear_if_idle=True)  # a config error stays a one-line message
+        raise
+    if progress:
+        progress.stop()
+    return result
+
+
+def show_result(execute: Callable[[], T], *, as_json: bool, samples: int) -> T:
+    """Run ``execute`` and show its summary and ``samples`` sample rollouts; with
+    ``as_json`` anything it prints goes to stderr, as stdout carries only the JSON."""
+    if as_json:
+        with contextlib.redirect_stdout(sys.stderr):
+            return execute()
+    result = execute()
+    print_summary(result)
+    if samples:
+        print_samples(result, samples)
+    return result
 
 
 def _fmt(v: Any) -> str:

@@ -18,7 +18,6 @@ in. Our ``--json``, ``--samples N``, ``--max-error-rate X``, ``--allow-unverifie
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -221,18 +220,13 @@ def run_v1_command(args: list[str]) -> None:
         path = _write_config(config, run_dir)
         print(f"wrote {path}", file=sys.stderr)
         return
-    if extras.as_json:
-        with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-            result = _execute(config, show=False)
-    else:
-        live = config.rich is not None and not config.rich.show_logs
-        result = _execute(config, show=live)
-        from cli.eval_report import print_samples, print_summary
-
-        print_summary(result)
-        if extras.samples:
-            print_samples(result, extras.samples)
     from cli.eval_cmd import finish_run
+    from cli.eval_report import show_result
+
+    live = not extras.as_json and config.rich is not None and not config.rich.show_logs
+    result = show_result(
+        lambda: _execute(config, show=live), as_json=extras.as_json, samples=extras.samples
+    )
 
     finish_run(
         result,
@@ -306,7 +300,6 @@ def _client(config: Any) -> tuple[Any, str | None]:
 
 def _execute(config: Any, *, show: bool) -> Any:
     """Run ``config`` on the classic machinery, with a progress display when ``show``."""
-    import asyncio
     import logging
 
     import verifiers as vf
@@ -319,7 +312,7 @@ def _execute(config: Any, *, show: bool) -> Any:
     logging.basicConfig(level=level, stream=sys.stderr)
     env = V1Environment(load_environment(config.env), select=config.select)
     client, endpoint = _client(config)
-    from cli.eval_report import Progress
+    from cli.eval_report import Progress, run_with_progress
 
     progress = Progress(config.env.env_id, config.model) if show else None
     run_dir: list[Path | None] = [None]
@@ -352,24 +345,13 @@ def _execute(config: Any, *, show: bool) -> Any:
             await client.close()
             await env.close()
 
-    if progress:
-        progress.start(n_total=None)
-    try:
-        result = asyncio.run(run())
-    except KeyboardInterrupt:
-        if progress:
-            progress.stop(clear_if_idle=True)
+    def interrupted() -> CLIError:
         if run_dir[0] is None:
-            raise CLIError("interrupted (nothing was saved yet)", exit_code=130) from None
-        raise CLIError(
+            return CLIError("interrupted (nothing was saved yet)", exit_code=130)
+        return CLIError(
             f"interrupted: the finished rollouts are saved in {run_dir[0]}",
             hint=f"continue with: vf-eval @ {run_dir[0] / 'configs' / 'eval.json'} --resume",
             exit_code=130,
-        ) from None
-    except BaseException:
-        if progress:
-            progress.stop(clear_if_idle=True)
-        raise
-    if progress:
-        progress.stop()
-    return result
+        )
+
+    return run_with_progress(run, progress, interrupted)
