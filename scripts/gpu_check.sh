@@ -22,12 +22,13 @@ GPU_MEM=${GPU_MEM:-0.3}
 WEIGHT_SYNC=${WEIGHT_SYNC:-reload}
 OUT=${OUT:-runs/gpu-check}
 BACKEND=${BACKEND:-auto}
+vllm_checked=0
 case "$BACKEND" in
   vllm | server) BACKEND=vllm ;;
   local) ;;
   auto)
     if "$VLLM_PYTHON" -c "import vllm" >/dev/null 2>&1; then
-      BACKEND=vllm
+      BACKEND=vllm vllm_checked=1
     else
       echo "gpu_check: vLLM is not importable by $VLLM_PYTHON: training with the in-process local backend instead (BACKEND=local)"
       BACKEND=local
@@ -39,7 +40,7 @@ if [ "$BACKEND" = local ] && [ "${GPU_CHECK_ALLOW_CPU:-0}" = 1 ]; then
 else
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu_check: no CUDA GPU visible to torch')"
 fi
-if [ "$BACKEND" = vllm ]; then
+if [ "$BACKEND" = vllm ] && [ "$vllm_checked" = 0 ]; then
   "$VLLM_PYTHON" -c "import vllm" || { echo "gpu_check: vLLM is not importable by $VLLM_PYTHON" >&2; exit 1; }
 fi
 export VF_GPU_CHECK_STEPS=$STEPS VF_GPU_CHECK_MEM=$GPU_MEM VF_GPU_CHECK_SYNC=$WEIGHT_SYNC \
