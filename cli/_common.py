@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import wraps
 from typing import Any, NoReturn, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class CLIError(Exception):
@@ -151,3 +152,44 @@ def plain_usage_lines() -> None:
 
     if hasattr(TyperArgument, "_usage_display_name"):
         TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+
+
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, with Ctrl-C acted on at once whichever thread receives it.
+
+    The kernel hands a process's SIGINT to any of its threads that does not block it (a
+    progress ticker, a worker of the loop's executor). Python runs the handler in the main
+    thread, but only once that thread runs again, and ``asyncio.run`` sets no wakeup fd: a loop
+    waiting in ``select()`` with no timer due (every request held by a slow server) would never
+    see the Ctrl-C. Here the signal also writes to a socket the loop watches, so the loop wakes
+    and the interrupt cancels the run as ``asyncio.run`` documents."""
+    import asyncio
+    import signal
+    import socket
+
+    with asyncio.Runner() as runner:
+        loop = runner.get_loop()
+        wake_r, wake_w = socket.socketpair()
+        for sock in (wake_r, wake_w):
+            sock.setblocking(False)
+
+        def drain() -> None:
+            try:
+                while wake_r.recv(4096):
+                    pass
+            except OSError:  # drained
+                pass
+
+        loop.add_reader(wake_r.fileno(), drain)
+        try:
+            previous: int | None = signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: signals cannot reach this loop anyway
+            previous = None
+        try:
+            return runner.run(main)
+        finally:
+            if previous is not None:
+                signal.set_wakeup_fd(previous)
+            loop.remove_reader(wake_r.fileno())
+            wake_r.close()
+            wake_w.close()

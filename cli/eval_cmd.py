@@ -64,7 +64,7 @@ def _resolve_endpoint(
         source = "-k" if key_var else "VF_API_KEY_VAR"
         raise CLIError(
             f"the API key variable ${named_var} (named by {source}) is not set",
-            hint=f"export {named_var}=... , or name the variable that holds the key",
+            hint=f"export {named_var}=..., or name the variable that holds the key",
             exit_code=2,
         )
     default_registry = Path("configs/endpoints.toml")
@@ -88,7 +88,7 @@ def _resolve_endpoint(
                 raise CLIError(
                     f"alias {model!r} in {registry} takes its API key from "
                     f"${ep.api_key_var}, which is not set",
-                    hint=f"export {ep.api_key_var}=... , pass -k VAR_NAME to read the key from "
+                    hint=f"export {ep.api_key_var}=..., pass -k VAR_NAME to read the key from "
                     "another variable, or remove api_key_var from the alias if its server "
                     "needs no key",
                     exit_code=2,
@@ -111,7 +111,7 @@ def _resolve_endpoint(
         )
         raise CLIError(
             f"{known}no API key for {url}: ${var} is not set",
-            hint=f"export {var}=... , pass -k VAR_NAME, point -b at your own endpoint, or use -m oracle",
+            hint=f"export {var}=..., pass -k VAR_NAME, point -b at your own endpoint, or use -m oracle",
             exit_code=2,
         )
     # the default variable is implicit: unset, a self-hosted server gets no key (a variable

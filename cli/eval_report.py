@@ -8,7 +8,6 @@ the run failed as a whole (exit code 1).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 import threading
@@ -16,7 +15,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from cli._common import plural
+from cli._common import plural, run_async
 
 __all__ = [
     "Progress",
@@ -170,7 +169,7 @@ def run_with_progress(
     if progress:
         progress.start(n_total=None)
     try:
-        result = asyncio.run(main())
+        result = run_async(main())
     except KeyboardInterrupt:
         if progress:
             progress.stop(clear_if_idle=True)

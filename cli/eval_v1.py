@@ -288,7 +288,7 @@ def _client(config: Any) -> tuple[Any, str | None]:
     if key is None and url == DEFAULT_BASE_URL:
         raise CLIError(
             f"no API key for {url}: ${config.client.api_key_var} is not set",
-            hint=f"export {config.client.api_key_var}=... , name another variable with "
+            hint=f"export {config.client.api_key_var}=..., name another variable with "
             "--client.api-key-var, or point --client.base-url at your own endpoint",
             exit_code=2,
         )

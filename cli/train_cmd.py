@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from cli._common import CLIError, handle_errors
+from cli._common import CLIError, handle_errors, run_async
 
 HELP = "\n\n".join(
     [
@@ -84,7 +84,6 @@ def train_command(
             f"vf train needs torch and transformers ({e.name} is not installed)",
             hint="pip install 'verifiers[train]'",
         ) from None
-    import asyncio
     import os
 
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
@@ -136,7 +135,7 @@ def train_command(
             file=sys.stderr,
             flush=True,
         )
-    history = asyncio.run(trainer.run())
+    history = run_async(trainer.run())
     if rank != 0:
         return
     last = history[-1]
