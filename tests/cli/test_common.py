@@ -62,11 +62,9 @@ def test_usage_errors_are_plain_text(
 
 
 RUN_ASYNC_SCRIPT = """
-import asyncio, signal, sys, threading
+import asyncio, signal, threading
 
-from cli._common import run_async
-# argv[1]: run_async, or asyncio.run (what the CLI used before: it hangs here)
-runner = run_async if sys.argv[1] == "run_async" else asyncio.run
+from cli._common import run_async  # asyncio.run, which the CLI used before, hangs here
 
 
 async def main():
@@ -82,7 +80,7 @@ async def main():
     await loop.create_future()
 
 try:
-    runner(main())
+    run_async(main())
 except KeyboardInterrupt:
     print("interrupted")
 """
@@ -116,7 +114,7 @@ def test_run_async_acts_on_a_ctrl_c_that_another_thread_receives(tmp_path: Path)
     script.write_text(RUN_ASYNC_SCRIPT)
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
-        [sys.executable, str(script), "run_async"],
+        [sys.executable, str(script)],
         capture_output=True,
         text=True,
         timeout=120,  # a hang guard: the interrupt is acted on as soon as the loop wakes
