@@ -32,6 +32,15 @@ def vf_bin() -> Path:
     return Path(sys.executable).parent
 
 
+@pytest.fixture(scope="session")
+def mini_swe_agent_dir() -> Path:
+    """The cached mini-swe-agent environment, built from the package index by the first test
+    that needs it (a fresh machine has none; a test must not skip for that)."""
+    from verifiers.agents.installs import mini_swe_agent_env
+
+    return mini_swe_agent_env()
+
+
 # ---------------------------------------------------------------------------- web pages
 
 

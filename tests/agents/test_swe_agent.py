@@ -28,9 +28,8 @@ TOKENS = {"extra_body": {"return_token_ids": True}, "logprobs": True}
 
 
 @pytest.fixture(scope="module")
-def agent_env() -> Path:
-    """The cached mini-swe-agent environment (built by the first run that needs it)."""
-    return mini_swe_agent_env()
+def agent_env(mini_swe_agent_dir: Path) -> Path:
+    return mini_swe_agent_dir
 
 
 async def run_over_server(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -262,19 +263,8 @@ async def test_bwrap_runtime_hides_the_host() -> None:
     assert result.stdout.strip().splitlines()[-1] != "0"
 
 
-def _mini_installed() -> bool:
-    from verifiers.agents.installs import MINI_SWE_AGENT_VERSION, agent_cache_dir
-
-    return (agent_cache_dir() / f"mini-swe-agent-{MINI_SWE_AGENT_VERSION}" / ".complete").exists()
-
-
 @needs_bwrap
-@pytest.mark.skipif(
-    not _mini_installed(),
-    reason="mini-swe-agent is not in the agent cache "
-    "(python -m verifiers.agents.installs mini-swe-agent)",
-)
-async def test_mini_swe_agent_runs_in_bwrap_and_submits() -> None:
+async def test_mini_swe_agent_runs_in_bwrap_and_submits(mini_swe_agent_dir: Path) -> None:
     submit = {
         "name": "bash",
         "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
