@@ -19,17 +19,12 @@ from verifiers.clients.native import NativeClient
 from verifiers.clients.oracle import OracleClient
 from verifiers.testing import OpenAITestServer
 
-pytestmark = needs_bwrap
+pytestmark = [needs_bwrap, pytest.mark.usefixtures("mini_swe_agent_dir")]
 assert "swe-agent" in ENV_DIRS  # (the conftest import puts the package on sys.path)
 
 import vf_swe_agent  # noqa: E402
 
 TOKENS = {"extra_body": {"return_token_ids": True}, "logprobs": True}
-
-
-@pytest.fixture(scope="module")
-def agent_env(mini_swe_agent_dir: Path) -> Path:
-    return mini_swe_agent_dir
 
 
 async def run_over_server(
@@ -44,15 +39,15 @@ async def run_over_server(
     return states, requests
 
 
-def test_the_cached_environment_is_pinned_and_complete(agent_env: Path) -> None:
-    assert agent_env.name == f"mini-swe-agent-{MINI_SWE_AGENT_VERSION}"
+def test_the_cached_environment_is_pinned_and_complete(mini_swe_agent_dir: Path) -> None:
+    assert mini_swe_agent_dir.name == f"mini-swe-agent-{MINI_SWE_AGENT_VERSION}"
     assert (
-        agent_env / ".complete"
+        mini_swe_agent_dir / ".complete"
     ).read_text().strip() == f"mini-swe-agent=={MINI_SWE_AGENT_VERSION}"
-    assert mini_swe_agent_env() == agent_env  # installed once: found, not rebuilt
+    assert mini_swe_agent_env() == mini_swe_agent_dir  # installed once: found, not rebuilt
 
 
-async def test_mini_swe_agent_fixes_bugs_with_the_scripted_oracle(agent_env: Path) -> None:
+async def test_mini_swe_agent_fixes_bugs_with_the_scripted_oracle() -> None:
     env = vf_swe_agent.load_environment(num_examples=2, seed=3)
     try:
         states, requests = await run_over_server(env, vf_swe_agent.oracle_responder)
@@ -75,7 +70,7 @@ async def test_mini_swe_agent_fixes_bugs_with_the_scripted_oracle(agent_env: Pat
     assert {r["model"] for r in requests} == {"policy"}
 
 
-async def test_mini_swe_agent_with_wrong_replies_gets_zero(agent_env: Path) -> None:
+async def test_mini_swe_agent_with_wrong_replies_gets_zero() -> None:
     env = vf_swe_agent.load_environment(num_examples=2, seed=3)
     try:
         states, _ = await run_over_server(env, vf_swe_agent.wrong_responder)
@@ -86,7 +81,7 @@ async def test_mini_swe_agent_with_wrong_replies_gets_zero(agent_env: Path) -> N
     assert all(s["metrics"]["tests_failed"] > 0 for s in states)
 
 
-async def test_the_oracle_model_solves_tasks_with_either_agent(agent_env: Path) -> None:
+async def test_the_oracle_model_solves_tasks_with_either_agent() -> None:
     for agent in ("bash-loop", "mini-swe-agent"):
         env = vf_swe_agent.load_environment(num_examples=2, seed=5, agent=agent)
         try:

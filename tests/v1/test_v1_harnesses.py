@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -264,7 +263,8 @@ async def test_bwrap_runtime_hides_the_host() -> None:
 
 
 @needs_bwrap
-async def test_mini_swe_agent_runs_in_bwrap_and_submits(mini_swe_agent_dir: Path) -> None:
+@pytest.mark.usefixtures("mini_swe_agent_dir")  # built on first use, not skipped when absent
+async def test_mini_swe_agent_runs_in_bwrap_and_submits() -> None:
     submit = {
         "name": "bash",
         "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
