@@ -34,14 +34,34 @@ command -v "$PYTHON" >/dev/null || die "$PYTHON not found; set PYTHON=/path/to/p
 export XDG_CONFIG_HOME="$DEMO_DIR/config"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-say "hub tooling: the project's .venv (scripts/bootstrap.sh)"
-bash "$REPO/scripts/bootstrap.sh"
+# Only what the demo runs: the SDK, the CLI and the hub (`.[server,cli]`), no torch, no browser,
+# no test tools (scripts/test.sh installs those). uv does the installs: its downloads run in
+# parallel and the second venv links from its cache instead of downloading again.
 HUB_VENV="$REPO/.venv"
 VF="$HUB_VENV/bin/vf"
+UV_PIN="$(sed -n 's/^uv==//p' "$REPO/scripts/constraints.txt")"
+uv_install() {  # uv_install PYTHON ARGS...: uv's own progress lines show what it is doing
+  local python=$1
+  shift
+  "$HUB_VENV/bin/uv" pip install --python "$python" -c "$REPO/scripts/constraints.txt" "$@"
+}
+if [ -f "$HUB_VENV/.vf-bootstrap" ]; then
+  say "[1/6] hub and CLI: the project's .venv (already set up by scripts/bootstrap.sh)"
+else
+  say "[1/6] hub and CLI: $HUB_VENV with the SDK, the CLI and the hub only"
+  [ -x "$HUB_VENV/bin/python" ] || "$PYTHON" -m venv "$HUB_VENV" \
+    || die "could not create a venv: install python3-venv (apt-get install python3-venv)"
+  if [ ! -x "$HUB_VENV/bin/uv" ]; then
+    echo "installing uv ${UV_PIN:-} (the installer the demo uses)"
+    "$HUB_VENV/bin/python" -m pip install --progress-bar on "uv${UV_PIN:+==$UV_PIN}" 2>&1 \
+      | { grep -v -e "^WARNING: Location" -e "^Requirement already" || true; }
+  fi
+  uv_install "$HUB_VENV/bin/python" -e "$REPO[server,cli]"
+fi
 
 PORT="${VF_DEMO_PORT:-$("$HUB_VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
 URL="http://127.0.0.1:$PORT"
-say "starting the hub on $URL (data: $DEMO_DIR/hub-data, log: $LOG)"
+say "[2/6] starting the hub on $URL (data: $DEMO_DIR/hub-data, log: $LOG)"
 rm -rf "$DEMO_DIR/hub-data"  # a new, empty hub every run
 "$VF" hub serve --port "$PORT" --data-dir "$DEMO_DIR/hub-data" --log-level warning >"$LOG" 2>&1 &
 HUB_PID=$!
@@ -69,12 +89,12 @@ while time.monotonic() < deadline:
 sys.exit(1)
 PY
 
-say "creating user 'demo'"
+say "[3/6] creating user 'demo'"
 TOKEN="$("$VF" hub user create demo --data-dir "$DEMO_DIR/hub-data" | tail -n 1)"
 export VF_HUB_URL="$URL" VF_HUB_TOKEN="$TOKEN"
 "$VF" whoami
 
-say "pushing every package under environments/"
+say "[4/6] pushing every package under environments/"
 PUSHED=()
 for pkg in "$REPO"/environments/*/; do
   [ -f "$pkg/pyproject.toml" ] || continue
@@ -96,13 +116,12 @@ for spec in "${PUSHED[@]}"; do
 done
 CHOICE="${CHOICE:-${PUSHED[0]}}"
 
-say "fresh venv for the evaluation: $EVAL_VENV"
+say "[5/6] a fresh venv for the evaluation: $EVAL_VENV (the SDK and the CLI from this checkout)"
 rm -rf "$EVAL_VENV"
 "$PYTHON" -m venv "$EVAL_VENV"
-"$EVAL_VENV/bin/python" -m pip install -q --upgrade pip
-"$EVAL_VENV/bin/python" -m pip install -q -e "$REPO[cli]"
+uv_install "$EVAL_VENV/bin/python" -e "$REPO[cli]"
 
-say "installing $CHOICE from the hub into the fresh venv"
+say "[6/6] installing $CHOICE from the hub into the fresh venv, then evaluating it"
 "$EVAL_VENV/bin/vf" env install "$CHOICE"
 ENV_ID="$("$EVAL_VENV/bin/vf" env info "$CHOICE" --json | "$EVAL_VENV/bin/python" -c '
 import json, sys
