@@ -25,7 +25,7 @@ mkdir -p "$DEMO_DIR"
 EVAL_VENV="$DEMO_DIR/eval-venv"
 LOG="$DEMO_DIR/hub.log"
 
-say() { printf '\n==> %s\n' "$*"; }
+say() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 command -v "$PYTHON" >/dev/null || die "$PYTHON not found; set PYTHON=/path/to/python3.11"

@@ -138,3 +138,29 @@ def test_interpreter_exits_with_a_stuck_worker(tmp_path: os.PathLike[str]) -> No
             "    asyncio.run(main())\n"
         )
     subprocess.run([sys.executable, script], check=True, timeout=120)
+
+
+def test_the_timeout_counts_cpu_time_not_time_spent_waiting_for_a_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # on a busy machine a worker waits for a core; that wait is not the answer's fault. A
+    # verification that spends 0.6 s off the CPU (here: asleep, as a descheduled worker is)
+    # under a 0.2 s budget completes; one that burns 0.6 s of CPU is cut off.
+    import time
+
+    def off_cpu(text: str, **kwargs: object) -> list[str]:
+        time.sleep(0.6)
+        return [text]
+
+    monkeypatch.setattr(math_rubric, "parse", off_cpu, raising=False)
+    monkeypatch.setattr(math_rubric, "verify", lambda gold, pred, **kw: gold == pred, raising=False)
+    assert math_rubric._verify("\\boxed{4}", "4", 0.2) == (1.0, False)
+
+    def on_cpu(text: str, **kwargs: object) -> list[str]:
+        end = time.process_time() + 0.6
+        while time.process_time() < end:
+            pass
+        return [text]
+
+    monkeypatch.setattr(math_rubric, "parse", on_cpu, raising=False)
+    assert math_rubric._verify("\\boxed{4}", "4", 0.2) == (0.0, True)

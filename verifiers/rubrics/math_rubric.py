@@ -5,7 +5,8 @@
 
 Verification runs in a shared ``ProcessPoolExecutor`` (forkserver start method where available,
 else spawn; created on first use, never at import). Each call has ``timeout_seconds`` inside the
-worker (a ``SIGALRM`` timer); a worker that does not answer within ``timeout_seconds`` +
+worker, counted in CPU seconds (an ``ITIMER_PROF`` timer, so that a busy machine does not turn
+slow scheduling into timeouts); a worker that does not answer within ``timeout_seconds`` +
 ``hard_timeout_grace`` (stuck in C code) is killed with its pool, and a fresh pool serves the
 next calls. A timed-out answer scores 0 (a pathological answer is the model's fault, not an
 error) and the rollout's ``metrics["math_verify_timeout"]`` is 1.0.
@@ -88,8 +89,11 @@ def _is_verify_timeout(exc: BaseException) -> bool:
 
 
 def _verify_timed(response: str, answer: str, timeout: float) -> float:
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    # the budget is the worker's CPU time (ITIMER_PROF), not wall time: on a busy machine a
+    # verification that waits for a core is not cut off (and scored 0) for the wait; a call
+    # that stops using CPU altogether is the parent's hard timeout's to catch
+    previous = signal.signal(signal.SIGPROF, _on_alarm)
+    signal.setitimer(signal.ITIMER_PROF, timeout)
     try:
         gold = _mv_parse(_boxed(answer), parsing_timeout=None)
         if not gold:
@@ -99,8 +103,8 @@ def _verify_timed(response: str, answer: str, timeout: float) -> float:
             return 0.0
         return 1.0 if _mv_verify(gold, predicted, timeout_seconds=None) else 0.0
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def _verify(response: str, answer: str, timeout: float) -> tuple[float, bool]:
@@ -275,7 +279,7 @@ def verify_response(
     try:
         if threading.current_thread() is threading.main_thread():
             score = _verify_timed(response, answer, float(timeout_seconds))
-        else:  # SIGALRM works only in the main thread: check without the timer
+        else:  # signal timers work only in the main thread: check without the timer
             gold = _mv_parse(_boxed(answer), parsing_timeout=None)
             predicted = _mv_parse(_boxed(response), parsing_timeout=None)
             score = 1.0 if gold and predicted and _mv_verify(gold, predicted) else 0.0
