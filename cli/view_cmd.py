@@ -13,7 +13,8 @@ HELP = (
     "Browse evaluation runs and vf train output directories (a run directory or a folder of "
     "them) in a local web viewer; a training run's page follows the run live."
 )
-DEFAULT_ROOT = Path("outputs/evals")
+# every run vf-eval writes: classic flags write under outputs/evals/, 0.4's flags outputs/NAME--...
+DEFAULT_ROOT = Path("outputs")
 
 app = typer.Typer()
 
@@ -24,7 +25,7 @@ def view_command(
     path: Path = typer.Argument(
         DEFAULT_ROOT,
         metavar="[PATH]",
-        help="A run directory, or a folder holding runs (default: outputs/evals).",
+        help="A run directory, or a folder holding runs (default: outputs, all of vf-eval's runs).",
     ),
     port: int = typer.Option(0, "--port", "-p", help="Port to listen on (default: any free)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
@@ -34,7 +35,7 @@ def view_command(
         raise CLIError(
             f"{path} does not exist",
             "pass a run directory (with results.jsonl, or a vf train OUTPUT_DIR) or the folder "
-            "vf-eval writes to (outputs/evals); create a run with `vf eval ENV -s`",
+            "vf-eval writes to (outputs); create a run with `vf eval ENV -s`",
             exit_code=2,
         )
     if not path.is_dir():

@@ -248,3 +248,27 @@ def test_only_loopback_hosts_with_this_launchs_secret_are_answered(tmp_path: Pat
         held = {f"vf_view_{port}": viewer.secret}
         assert httpx.get(url + "/run/r/", cookies=held).status_code == 200
         assert viewer.launch_path() == "/?token=" + viewer.secret
+
+
+def test_plain_vf_view_lists_runs_of_both_command_lines(tmp_path: Path) -> None:
+    # classic flags write outputs/evals/ENV--MODEL/ID, 0.4's flags outputs/ENV--MODEL--ID:
+    # `vf view` with no argument, run where vf-eval ran, lists both
+    classic = write_run(tmp_path / "outputs" / "evals" / "wordle--m" / "abc", 3)
+    v1 = write_run(tmp_path / "outputs" / "my-task--m--def", 4)
+    vf = str(Path(sys.executable).parent / "vf")
+    proc = subprocess.Popen(
+        [vf, "view", "--no-browser", "--port", "0"], cwd=tmp_path, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        m = re.search(r"at (http://\S+)", line)
+        assert m, line
+        with httpx.Client(timeout=30, follow_redirects=True) as web:
+            page = web.get(m.group(1)).text
+        assert classic.name in page and v1.name in page, page[:2000]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
