@@ -175,6 +175,26 @@ def test_runs_overlay_and_keep_updating(browser: Any, tmp_path: Path) -> None:
         _no_console_errors(browser)
 
 
+def test_a_constant_series_is_drawn_on_an_axis_of_its_own_scale(
+    browser: Any, tmp_path: Path
+) -> None:
+    # a constant learning rate of 0.01 used to be drawn on -0.49 ... 0.51: a flat line at 0
+    d = tmp_path / "flat"
+    d.mkdir()
+    rows = "".join(_row(s, 0.5, lr=0.01) + "\n" for s in range(10))
+    (d / "metrics.jsonl").write_text(rows)
+    (d / "run.json").write_text(json.dumps({"kind": "train", "status": "done", "steps": 10}))
+    with serve(d) as (url, viewer):
+        browser.get(url + viewer.launch_path())
+        wait = WebDriverWait(browser, 30)
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#chart-learning-rate svg text"))
+        labels = [
+            t.text for t in browser.find_elements(By.CSS_SELECTOR, "#chart-learning-rate svg text")
+        ]
+        assert labels[:2] == ["0.02", "0"], labels
+        _no_console_errors(browser)
+
+
 def test_hostile_text_in_a_run_stays_text(browser: Any, tmp_path: Path) -> None:
     evil = "<img src=x onerror=window.__pwned=1>"
     d = tmp_path / "evil"

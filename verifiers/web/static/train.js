@@ -159,6 +159,14 @@
     return out;
   }
 
+  // the y range of a flat series: from 0 to twice its value (a learning rate of 0.01 is drawn
+  // on 0 to 0.02, not on -0.49 to 0.51), or +-0.5 around 0
+  function flatRange(y) {
+    if (y > 0) return [0, 2 * y];
+    if (y < 0) return [2 * y, 0];
+    return [-0.5, 0.5];
+  }
+
   function frame(svg, x0, x1, y0, y1) {
     svg.appendChild(el("svg:line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
     svg.appendChild(el("svg:line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
@@ -200,7 +208,7 @@
       fig.appendChild(el("p", { class: "muted" }, "no data yet"));
       return;
     }
-    if (y0 === y1) { y0 -= 0.5; y1 += 0.5; }
+    if (y0 === y1) [y0, y1] = flatRange(y0);
     const svg = el("svg:svg", { class: "chart", viewBox: "0 0 " + W + " " + H, role: "img" });
     svg.appendChild(el("svg:title", {}, title));
     const [sx, sy] = frame(svg, x0, x1, y0, y1);
@@ -235,7 +243,7 @@
     }
     let y0 = Infinity, y1 = -Infinity;
     for (const j of idx) { y0 = Math.min(y0, r.q[j][0]); y1 = Math.max(y1, r.q[j][4]); }
-    if (y0 === y1) { y0 -= 0.5; y1 += 0.5; }
+    if (y0 === y1) [y0, y1] = flatRange(y0);
     const x0 = r.steps[idx[0]], x1 = r.steps[idx[idx.length - 1]];
     const svg = el("svg:svg", { class: "chart", viewBox: "0 0 " + W + " " + H, role: "img" });
     svg.appendChild(el("svg:title", {}, "reward distribution per step"));
