@@ -95,8 +95,15 @@ async def _run_with_worker(
         if timed_out:
             # the thread only waits on the (now failing) worker: it ends promptly
             await asyncio.wait({future}, timeout=5)
-        if future.done() and not future.cancelled():
-            future.exception()  # retrieved: the verdict already accounts for it
+        # retrieved, now or when the thread ends (after a cancellation, such as Ctrl-C, it
+        # ends later with the aborted request's ProgramAborted): the verdict already accounts
+        # for it, and an unretrieved one is logged as "Future exception was never retrieved"
+        future.add_done_callback(_retrieve)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _verdict(error: BaseException | None, timed_out: bool) -> tuple[Status, str]:
