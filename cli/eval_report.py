@@ -3,23 +3,26 @@
 Progress is a rich bar on a terminal and plain lines elsewhere (logs, CI), so a long run in a
 pipe is not silent. The summary names the first error of each type, so the cause of failed
 rollouts is on screen, not only inside ``results.jsonl``. :func:`error_verdict` decides whether
-the run failed as a whole (exit code 1).
+the run failed as a whole (exit code 1); :func:`finish_run` acts on it after a classic or a v1
+run (push, ``--json``, exit code).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from cli._common import plural, run_async
+from cli._common import CLIError, plural, run_async
 
 __all__ = [
     "Progress",
     "error_verdict",
+    "finish_run",
     "print_samples",
     "print_summary",
     "run_with_progress",
@@ -359,3 +362,30 @@ def error_verdict(summary: dict[str, Any], max_error_rate: float | None) -> str 
             f"--max-error-rate {max_error_rate:g}{cause}"
         )
     return None
+
+
+def finish_run(
+    result: Any,
+    *,
+    max_error_rate: float | None,
+    push: bool,
+    allow_unverified: bool,
+    as_json: bool,
+) -> None:
+    """After the run: push it (``--push``), print the JSON (``--json``), fail on errors."""
+    failed = error_verdict(result.metadata["summary"], max_error_rate)
+    pushed = None
+    if push and not failed and result.path:
+        from cli.eval_push import push_run, report
+
+        pushed = push_run(result.path, env=None, allow_unverified=allow_unverified)
+        if not as_json:
+            report(pushed)
+    if as_json:
+        out = dict(result.metadata)
+        out["path"] = str(result.path) if result.path else None
+        if pushed is not None:
+            out["pushed"] = pushed
+        sys.stdout.write(json.dumps(out, default=str) + "\n")
+    if failed:
+        raise CLIError(failed, hint=f"details per rollout: {result.path or 'run with -s'}")

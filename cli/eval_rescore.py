@@ -35,16 +35,17 @@ def rescore_command(
     as_json: bool = typer.Option(False, "--json", help="Print the new run's metadata as JSON."),
 ) -> None:
     import verifiers as vf
-    from cli.eval_cmd import _json_arg, _load
+    from cli.eval_flags import json_arg
+    from cli.eval_inputs import load_env
 
     if not run_dir.is_dir():
         raise CLIError(
             f"{run_dir} is not a directory", hint="pass a run directory from `vf eval ENV -s`"
         )
-    kwargs = _json_arg(env_args, "--env-args") if env_args is not None else None
+    kwargs = json_arg(env_args, "--env-args") if env_args is not None else None
     environment = None
     if env is not None:
-        environment = _load(env, kwargs or {}, install=False)
+        environment = load_env(env, kwargs or {}, install=False)
     result = vf.rescore_run(run_dir, environment, output_dir=output_dir, env_args=kwargs)
     meta = result.metadata
     if as_json:

@@ -220,8 +220,7 @@ def run_v1_command(args: list[str]) -> None:
         path = _write_config(config, run_dir)
         print(f"wrote {path}", file=sys.stderr)
         return
-    from cli.eval_cmd import finish_run
-    from cli.eval_report import show_result
+    from cli.eval_report import finish_run, show_result
 
     live = not extras.as_json and config.rich is not None and not config.rich.show_logs
     result = show_result(

@@ -21,6 +21,7 @@ from cli import (
     view_cmd,
 )
 from cli._common import plain_usage_lines
+from cli.eval_flags import cache_flag_argv
 
 plain_usage_lines()
 
@@ -70,7 +71,7 @@ def main() -> None:
         runs_main(sys.argv[3:])
         return
     if sys.argv[1:2] == ["eval"]:
-        sys.argv[2:] = eval_cmd.cache_flag_argv(sys.argv[2:])
+        sys.argv[2:] = cache_flag_argv(sys.argv[2:])
     app()
 
 
@@ -78,7 +79,7 @@ def eval_main() -> None:
     """``vf-eval ...`` is ``vf eval ...``: the eval app alone (one command, so no subcommand)."""
     import sys
 
-    sys.argv[1:] = eval_cmd.cache_flag_argv(sys.argv[1:])
+    sys.argv[1:] = cache_flag_argv(sys.argv[1:])
     eval_cmd.app(prog_name="vf-eval")
 
 

@@ -58,10 +58,10 @@ def validate_command(
     """Validate an environment: an installed id or a package directory (exit 1 on failure)."""
     from pathlib import Path
 
-    from cli.eval_cmd import _json_arg
+    from cli.eval_flags import json_arg
     from verifiers.testing.check import check_environment
 
-    args = _json_arg(env_args, "-a/--env-args")
+    args = json_arg(env_args, "-a/--env-args")
     quiet = contextlib.ExitStack()
     if as_json:  # stdout carries only the JSON: what the environment prints goes to stderr
         quiet.enter_context(contextlib.redirect_stdout(sys.stderr))

@@ -13,9 +13,9 @@ The remaining names of the classic (0.3.x) ``verifiers.types`` module come from
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
+from verifiers.classic.model_names import CLASSIC_MODEL_NAMES
 from verifiers.classic.types import *  # noqa: F403
 from verifiers.classic.types import __all__ as _classic_all
 from verifiers.errors import Error as Error  # 0.3.x's types module imports it
@@ -26,33 +26,18 @@ from verifiers.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
-    as_message,
+)
+from verifiers.model_types import (
+    Message,
+    Messages,
+    MessageType,
+    ModelResponse,
+    SamplingArgs,
+    Usage,
 )
 
 # served by __getattr__ from verifiers.classic.models (pydantic), imported on first use
-_classic_models = (
-    "ClientConfig",
-    "ContentPart",
-    "CustomBaseModel",
-    "EndpointClientConfig",
-    "EvalConfig",
-    "EvalRunConfig",
-    "GenericContentPart",
-    "ImageUrlContentPart",
-    "ImageUrlSource",
-    "InputAudioContentPart",
-    "InputAudioSource",
-    "MessageContent",
-    "Response",
-    "ResponseMessage",
-    "ResponseTokens",
-    "RolloutTiming",
-    "TextContentPart",
-    "TimeSpan",
-    "TimeSpans",
-    "Tool",
-    "ToolLike",
-)
+_classic_models = CLASSIC_MODEL_NAMES
 
 if TYPE_CHECKING:
     from verifiers.classic.models import ClientConfig as ClientConfig
@@ -104,141 +89,9 @@ __all__ = [
     "Usage",
 ]
 
-Message = dict[str, Any]
-Messages = list[Message]
 Info = dict[str, Any]
-SamplingArgs = dict[str, Any]
-MessageType = Literal["chat", "completion"]
 TaskSplit = Literal["train", "eval"]
 RewardFunc = Callable[..., float | Awaitable[float] | list[float] | Awaitable[list[float]]]
-
-
-@dataclass(slots=True, init=False)
-class Usage:
-    """Token usage of one model call (or a sum of calls).
-
-    ``reasoning_tokens`` (the part of the completion spent reasoning, when the server reports
-    it) and ``total_tokens`` (prompt plus completion unless given) are 0.3.x's fields too, so
-    ``Usage(prompt_tokens=, reasoning_tokens=, completion_tokens=, total_tokens=)`` works.
-
-    A rollout's usage (``state["usage"]``) also reads as 0.3.x's read-only usage view:
-    ``usage["input_tokens"]`` and ``usage["output_tokens"]`` (floats), ``dict(usage)``, and
-    ``usage == {"input_tokens": ..., "output_tokens": ...}``; item assignment raises
-    ``TypeError`` as the 0.3.x view does.
-    """
-
-    prompt_tokens: int
-    completion_tokens: int
-    reasoning_tokens: int
-    given_total: int | None = field(repr=False, compare=False)
-
-    def __init__(
-        self,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-        reasoning_tokens: int = 0,
-        total_tokens: int | None = None,
-    ) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.reasoning_tokens = reasoning_tokens
-        self.given_total = total_tokens
-
-    @property
-    def total_tokens(self) -> int:
-        if self.given_total is not None:
-            return self.given_total
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, other: Usage) -> None:
-        total = self.total_tokens + other.total_tokens
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.reasoning_tokens += other.reasoning_tokens
-        self.given_total = None if total == self.prompt_tokens + self.completion_tokens else total
-
-    def as_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
-
-    # 0.3.x's read-only view of a rollout's usage: {"input_tokens", "output_tokens"}
-    def keys(self) -> tuple[str, str]:
-        return ("input_tokens", "output_tokens")
-
-    def __getitem__(self, key: str) -> float:
-        if key == "input_tokens":
-            return float(self.prompt_tokens)
-        if key == "output_tokens":
-            return float(self.completion_tokens)
-        raise KeyError(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key: object) -> bool:
-        return key in ("input_tokens", "output_tokens")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Usage):
-            return (self.prompt_tokens, self.completion_tokens, self.reasoning_tokens) == (
-                other.prompt_tokens,
-                other.completion_tokens,
-                other.reasoning_tokens,
-            )
-        if isinstance(other, Mapping):
-            return {k: self[k] for k in self.keys()} == dict(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def model_dump(self, **_: Any) -> dict[str, int]:
-        """0.3.x's four fields."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
-
-
-@dataclass(slots=True)
-class ModelResponse:
-    """One model call's answer, normalised across chat and completions endpoints.
-
-    ``message`` is the assistant message in chat format (``content`` may be ``None`` when the
-    model only called tools; ``reasoning_content`` is kept when the server returns it so that it
-    can be passed back on later turns). For the completions API, ``message["content"]`` holds
-    the generated text.
-
-    Token ids and logprobs are filled when the server returns them (vLLM with
-    ``return_token_ids``/``logprobs``; the project's test server), else ``None``.
-    ``stop_sequence`` is the stop string that ended the reply, where the server says which
-    (vLLM's ``choices[0].stop_reason``).
-    """
-
-    message: Message
-    finish_reason: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    prompt_token_ids: list[int] | None = None
-    completion_token_ids: list[int] | None = None
-    completion_logprobs: list[float] | None = None
-    model: str | None = None
-    id: str | None = None
-    stop_sequence: str | None = None
-
-    def __post_init__(self) -> None:
-        self.message = as_message(self.message)
-
-    @property
-    def content(self) -> str:
-        c = self.message.get("content")
-        return c if isinstance(c, str) else ""
-
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        return list(self.message.get("tool_calls") or [])
 
 
 class StepTokens(TypedDict):

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verifiers.train.rollout_source import PREVIEW_CHARS, _Group, pick_previews
+from verifiers.train.rollout_previews import PREVIEW_CHARS, pick_previews
+from verifiers.train.rollout_source import _Group
 from verifiers.train.run_files import RolloutLog
 from verifiers.types import State
 

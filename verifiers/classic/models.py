@@ -13,32 +13,11 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 
+from verifiers.classic.model_names import CLASSIC_MODEL_NAMES
 from verifiers.classic.types import ClientType, FinishReason
-from verifiers.types import Usage
+from verifiers.model_types import Usage
 
-__all__ = [
-    "ClientConfig",
-    "ContentPart",
-    "CustomBaseModel",
-    "EndpointClientConfig",
-    "EvalConfig",
-    "EvalRunConfig",
-    "GenericContentPart",
-    "ImageUrlContentPart",
-    "ImageUrlSource",
-    "InputAudioContentPart",
-    "InputAudioSource",
-    "MessageContent",
-    "Response",
-    "ResponseMessage",
-    "ResponseTokens",
-    "RolloutTiming",
-    "TextContentPart",
-    "TimeSpan",
-    "TimeSpans",
-    "Tool",
-    "ToolLike",
-]
+__all__ = list(CLASSIC_MODEL_NAMES)  # CustomBaseModel, Response, Tool, ...
 
 
 class CustomBaseModel(BaseModel):

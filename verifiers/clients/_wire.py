@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from verifiers.errors import ConfigError, EmptyModelResponseError, InvalidModelResponseError
-from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs, Usage
+from verifiers.model_types import Messages, MessageType, ModelResponse, SamplingArgs, Usage
 
 __all__ = ["RequestOptions", "build_request", "json_default", "parse_response"]
 

@@ -1,44 +1,17 @@
-"""The model client interface: one method to implement."""
+"""What a user may pass as ``client`` (a :class:`Client`, an ``openai`` client, a base URL),
+made into a :class:`Client` by :func:`as_client`.
+
+The interface itself is :mod:`verifiers.clients.interface` (re-exported here, where it has
+always been importable from).
+"""
 
 from __future__ import annotations
 
-import abc
 from typing import Any
 
-from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs
+from verifiers.clients.interface import Client
 
 __all__ = ["Client", "as_client"]
-
-
-class Client(abc.ABC):
-    """Talks to a model. Subclasses implement :meth:`get_response`.
-
-    Implementations: :class:`verifiers.OpenAIClient` (wraps a user's ``openai.AsyncOpenAI``),
-    :class:`verifiers.NativeClient` (lean aiohttp client for the same wire format, used by
-    ``vf-eval`` and trainers), :class:`verifiers.OracleClient` (answers with the gold answer),
-    :class:`verifiers.testing.ScriptedClient` (test double).
-    """
-
-    @abc.abstractmethod
-    async def get_response(
-        self,
-        prompt: Messages | str,
-        model: str,
-        *,
-        sampling_args: SamplingArgs | None = None,
-        tools: list[dict[str, Any]] | None = None,
-        message_type: MessageType = "chat",
-    ) -> ModelResponse:
-        """Call the model once.
-
-        ``prompt`` is a list of chat messages (``message_type="chat"``) or a string
-        (``"completion"``). ``tools`` are OpenAI function-tool schemas. Raises
-        :class:`verifiers.ModelError` subclasses for unusable answers and
-        :class:`verifiers.EndpointError` when the endpoint fails after retries.
-        """
-
-    async def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections. Safe to call more than once."""
 
 
 def as_client(obj: Any) -> Client:

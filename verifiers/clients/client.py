@@ -21,9 +21,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from verifiers.clients.base import Client as _BaseClient
+from verifiers.clients.interface import Client as _BaseClient
 from verifiers.errors import Error, ModelError
-from verifiers.types import Messages, ModelResponse, SamplingArgs, Usage
+from verifiers.model_types import Messages, ModelResponse, SamplingArgs, Usage
 
 if TYPE_CHECKING:
     from verifiers.classic.models import ClientConfig, Response, Tool

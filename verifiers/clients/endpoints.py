@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifiers.clients.base import Client
+from verifiers.clients.interface import Client
 from verifiers.clients.retry import RetryPolicy
 from verifiers.errors import ConfigError
 

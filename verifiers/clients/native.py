@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from verifiers.clients._wire import build_request, decode_response, json_default
-from verifiers.clients.base import Client
+from verifiers.clients.interface import Client
 from verifiers.clients.retry import RetryPolicy, TransientError, error_for_status
 from verifiers.errors import ConfigError
-from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs
+from verifiers.model_types import Messages, MessageType, ModelResponse, SamplingArgs
 
 if TYPE_CHECKING:
     import aiohttp

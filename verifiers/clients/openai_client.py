@@ -6,9 +6,9 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from verifiers.clients._wire import build_request, decode_response
-from verifiers.clients.base import Client
+from verifiers.clients.interface import Client
 from verifiers.clients.retry import RetryPolicy, TransientError, error_for_status
-from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs
+from verifiers.model_types import Messages, MessageType, ModelResponse, SamplingArgs
 
 if TYPE_CHECKING:
     import openai

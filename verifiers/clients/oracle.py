@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifiers.clients.base import Client
+from verifiers.clients.interface import Client
 from verifiers.errors import ConfigError
-from verifiers.types import Message, Messages, MessageType, ModelResponse, SamplingArgs, Usage
+from verifiers.model_types import Message, Messages, MessageType, ModelResponse, SamplingArgs, Usage
 
 __all__ = ["OracleClient"]
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verifiers.envs.sandbox_env import SandboxEnv
+from verifiers.envs.sandbox_env import SandboxEnv, UsageRecord
 from verifiers.errors import ConfigError, SandboxError
 from verifiers.sandbox import Sandbox
 from verifiers.sandbox.repl import PythonWorker
@@ -63,6 +63,18 @@ class PythonEnv(SandboxEnv):
         Everything else as for :class:`SandboxEnv` (``timeout_per_command_seconds`` is the
         per-cell timeout).
     """
+
+    usage_records = (
+        *SandboxEnv.usage_records,
+        UsageRecord(
+            "python_state",
+            prefix="python",
+            durations="cell_times",
+            per_call="cell_time",
+            calls="cells",
+            counters=("timeouts", "restarts", "oom"),
+        ),
+    )
 
     def __init__(
         self,
@@ -256,24 +268,8 @@ class PythonEnv(SandboxEnv):
     ) -> dict[str, Any]:
         updated = super().update_tool_args(tool_name, tool_args, messages, state, **kwargs)
         if tool_name == "python":
-            updated["sandbox_id"] = state["sandbox_id"]
-            updated["sandbox_state"] = state["sandbox_state"]
-            updated["python_state"] = state["python_state"]
+            updated.update(self.sandbox_tool_args(state), python_state=state["python_state"])
         return updated
-
-    def add_metrics(self, state: State) -> None:
-        super().add_metrics(state)
-        python_state = state.get("python_state")
-        if not isinstance(python_state, dict):
-            return
-        times = python_state.get("cell_times") or []
-        metrics = state["metrics"]
-        metrics["python_ready_wait_time"] = float(python_state.get("ready_wait_time", 0.0))
-        metrics["python_cell_time"] = float(sum(times) / len(times)) if times else 0.0
-        metrics["python_cells"] = float(len(times))
-        metrics["python_timeouts"] = float(python_state.get("timeouts", 0))
-        metrics["python_restarts"] = float(python_state.get("restarts", 0))
-        metrics["python_oom"] = float(python_state.get("oom", 0))
 
 
 # classic (0.3.x) module-level names

@@ -20,6 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from verifiers.decorators import cleanup, teardown
@@ -28,7 +29,7 @@ from verifiers.errors import ConfigError, SandboxError
 from verifiers.sandbox import ExecResult, Sandbox, SandboxLimits, SandboxPool
 from verifiers.types import Messages, State
 
-__all__ = ["SandboxEnv", "format_exec_result"]
+__all__ = ["SandboxEnv", "UsageRecord", "format_exec_result"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,34 @@ def format_exec_result(result: ExecResult, timeout: float) -> str:
     if result.oom:
         text += "\n[the sandbox ran out of memory]"
     return text or "(no output)"
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """Where a sandbox tool counts its use in the rollout state (``state[key]``: a dict with
+    ``ready_wait_time``, a list of call durations and counters), and the metrics it becomes."""
+
+    key: str
+    prefix: str
+    durations: str
+    per_call: str
+    calls: str
+    counters: tuple[str, ...]
+
+    def add_metrics(self, state: State) -> None:
+        """``{prefix}_ready_wait_time``, ``{prefix}_{per_call}`` (the mean duration),
+        ``{prefix}_{calls}`` (their number) and ``{prefix}_{counter}`` for each counter, into
+        ``state["metrics"]``; nothing when the rollout has no such record."""
+        usage = state.get(self.key)
+        if not isinstance(usage, dict):
+            return
+        times = usage.get(self.durations) or []
+        metrics = state["metrics"]
+        metrics[f"{self.prefix}_ready_wait_time"] = float(usage.get("ready_wait_time", 0.0))
+        metrics[f"{self.prefix}_{self.per_call}"] = float(sum(times) / len(times)) if times else 0.0
+        metrics[f"{self.prefix}_{self.calls}"] = float(len(times))
+        for counter in self.counters:
+            metrics[f"{self.prefix}_{counter}"] = float(usage.get(counter, 0))
 
 
 class SandboxEnv(StatefulToolEnv):
@@ -328,26 +357,33 @@ class SandboxEnv(StatefulToolEnv):
     ) -> dict[str, Any]:
         updated = dict(tool_args)
         if tool_name == "bash":
-            updated["sandbox_id"] = state["sandbox_id"]
-            updated["sandbox_state"] = state["sandbox_state"]
-            updated["working_dir"] = state.get("working_dir")
+            updated.update(self.sandbox_tool_args(state), working_dir=state.get("working_dir"))
         return updated
+
+    def sandbox_tool_args(self, state: State) -> dict[str, Any]:
+        """The hidden arguments every tool of the rollout's sandbox receives: the sandbox's id
+        and its usage record (:meth:`tool_state` rebuilds the state from them)."""
+        return {"sandbox_id": state["sandbox_id"], "sandbox_state": state["sandbox_state"]}
 
     # metrics -------------------------------------------------------------------------------
 
+    #: the usage records of the rollout's tools that :meth:`add_metrics` reports (a subclass
+    #: with a tool of its own adds its record)
+    usage_records: tuple[UsageRecord, ...] = (
+        UsageRecord(
+            "sandbox_state",
+            prefix="sandbox",
+            durations="command_execution_times",
+            per_call="command_execution_time",
+            calls="commands",
+            counters=("timeouts", "oom", "truncated"),
+        ),
+    )
+
     def add_metrics(self, state: State) -> None:
         super().add_metrics(state)
-        sandbox_state = state.get("sandbox_state")
-        if not isinstance(sandbox_state, dict):
-            return
-        times = sandbox_state.get("command_execution_times") or []
-        metrics = state["metrics"]
-        metrics["sandbox_ready_wait_time"] = float(sandbox_state.get("ready_wait_time", 0.0))
-        metrics["sandbox_command_execution_time"] = float(sum(times) / len(times)) if times else 0.0
-        metrics["sandbox_commands"] = float(len(times))
-        metrics["sandbox_timeouts"] = float(sandbox_state.get("timeouts", 0))
-        metrics["sandbox_oom"] = float(sandbox_state.get("oom", 0))
-        metrics["sandbox_truncated"] = float(sandbox_state.get("truncated", 0))
+        for record in self.usage_records:
+            record.add_metrics(state)
 
 
 # classic (0.3.x) module-level names

@@ -21,24 +21,36 @@ functions are metrics; a failed function's value is ``None``) and sets
 With ``score_on_error=True`` a failed function counts 0.0 instead; its error is still recorded.
 
 Signatures are resolved once, when the scoring plan is built (it is rebuilt only after the rubric
-changes), so that scoring a rollout does no introspection.
+changes), so that scoring a rollout does no introspection (:mod:`verifiers.rubrics.reward_calls`).
+0.3.x's editable ``funcs``/``weights`` lists are :mod:`verifiers.rubrics.registration_views`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
-import math
-import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableSequence, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from verifiers.decorators import discover, is_group_reward
 from verifiers.errors import ConfigError
 from verifiers.parsers.parser import Parser
+from verifiers.rubrics.registration_views import (
+    FuncsView,
+    WeightsByName,
+    WeightsView,
+    checked_weight,
+)
+from verifiers.rubrics.reward_calls import (
+    RewardCall,
+    RolloutScores,
+    ScoringPlan,
+    as_score,
+    build_reward_call,
+    func_name,
+    warn_duplicate_name,
+)
 from verifiers.types import State
 
 __all__ = ["GroupScoreObjectProvider", "Rubric", "ScoreObjectProvider", "func_name"]
@@ -46,227 +58,6 @@ __all__ = ["GroupScoreObjectProvider", "Rubric", "ScoreObjectProvider", "func_na
 # classic (0.3.x) names: callables giving extra objects to reward functions
 ScoreObjectProvider = Callable[[State], Mapping[str, object]]
 GroupScoreObjectProvider = Callable[[list[State]], Mapping[str, object]]
-
-# reward function argument -> (state key, default when the state lacks it)
-_STATE_ARGS: dict[str, tuple[str, Any]] = {
-    "prompt": ("prompt", None),
-    "completion": ("completion", None),
-    "answer": ("answer", ""),
-    "info": ("info", None),
-    "task": ("task", "default"),
-    "example_id": ("example_id", None),
-}
-# group reward function argument -> state key
-_GROUP_ARGS: dict[str, str] = {
-    "prompts": "prompt",
-    "completions": "completion",
-    "answers": "answer",
-    "infos": "info",
-    "tasks": "task",
-    "example_ids": "example_id",
-}
-_MISSING = object()
-
-
-def func_name(func: Callable[..., Any]) -> str:
-    """The name a reward function is reported under: ``__name__``, the wrapped function's for a
-    ``functools.partial``, the class name for a callable object."""
-    name = getattr(func, "__name__", None)
-    if isinstance(name, str):
-        return name
-    if isinstance(func, functools.partial):
-        return func_name(func.func)
-    return type(func).__name__
-
-
-def _describe(func: Callable[..., Any]) -> str:
-    inner = func
-    while isinstance(inner, functools.partial):
-        inner = inner.func
-    module = getattr(inner, "__module__", None) or type(inner).__module__
-    qualname = getattr(inner, "__qualname__", None) or type(inner).__qualname__
-    return f"{module}.{qualname}"
-
-
-def _log_duplicate(
-    log: logging.Logger, name: str, first: Callable[..., Any], second: Callable[..., Any]
-) -> None:
-    log.warning(
-        "two reward functions named %r (%s and %s): both count in the reward, the metric "
-        "shows one value; rename one to see both",
-        name,
-        _describe(first),
-        _describe(second),
-    )
-
-
-def _is_async(func: Callable[..., Any]) -> bool:
-    while isinstance(func, functools.partial):
-        func = func.func
-    if inspect.iscoroutinefunction(func):
-        return True
-    call = getattr(type(func), "__call__", None)  # noqa: B004 - the class's __call__
-    return call is not None and not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
-
-
-@dataclass(slots=True)
-class _Entry:
-    """One reward function with everything needed to call it without introspection."""
-
-    name: str
-    func: Callable[..., Any]
-    weight: float
-    group: bool
-    is_async: bool
-    const: dict[str, Any]  # class objects it receives
-    from_state: tuple[tuple[str, str, Any], ...]  # (argument, state key, default or _MISSING)
-    wants_state: str | None  # "state"/"states" when it receives the state(s) themselves
-    required: frozenset[str]
-    unknown: tuple[str, ...]  # required arguments a group function cannot be given
-    score_on_error: bool
-    index: int = 0  # position in the plan: two functions may share a name
-    source: int = 0  # which rubric of a RubricGroup it comes from
-
-    def kwargs(self, state: State) -> dict[str, Any]:
-        kw = dict(self.const)
-        for arg, key, default in self.from_state:
-            value = state.get(key, default)
-            if value is _MISSING:
-                if arg in self.required:
-                    raise ConfigError(
-                        f"reward function {self.name!r} needs argument {arg!r}, which is not "
-                        "one of prompt, completion, answer, info, task, example_id, state, "
-                        "parser, a class object or a key of the rollout state"
-                    )
-                continue
-            kw[arg] = {} if arg == "info" and value is None else value
-        if self.wants_state:
-            kw[self.wants_state] = state
-        return kw
-
-    def group_kwargs(self, states: Sequence[State]) -> dict[str, Any]:
-        if self.unknown:
-            raise ConfigError(
-                f"group reward function {self.name!r} needs argument(s) {list(self.unknown)}; "
-                f"group functions receive {', '.join([*_GROUP_ARGS, 'states'])}, parser and "
-                "class objects"
-            )
-        kw = dict(self.const)
-        for arg, key, default in self.from_state:
-            kw[arg] = [s.get(key, default) for s in states]
-        if self.wants_state:
-            kw[self.wants_state] = list(states)
-        return kw
-
-
-def _build_entry(
-    func: Callable[..., Any],
-    weight: float,
-    group: bool,
-    objects: dict[str, Any],
-    score_on_error: bool,
-) -> _Entry:
-    name = func_name(func)
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"cannot read the signature of reward function {name!r}: {exc}") from exc
-    var_kw = False
-    named: list[str] = []
-    required: set[str] = set()
-    for p in params.values():
-        if p.kind is p.VAR_KEYWORD:
-            var_kw = True
-        elif p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
-            raise ConfigError(
-                f"reward function {name!r} has a positional-only parameter {p.name!r}; reward "
-                "functions receive keyword arguments"
-            )
-        elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            named.append(p.name)
-            if p.default is p.empty:
-                required.add(p.name)
-    state_args = _GROUP_ARGS if group else {k: v[0] for k, v in _STATE_ARGS.items()}
-    state_name = "states" if group else "state"
-    if var_kw:
-        named = [*named, *[n for n in (*state_args, state_name, *objects) if n not in named]]
-    const: dict[str, Any] = {}
-    from_state: list[tuple[str, str, Any]] = []
-    wants_state: str | None = None
-    unknown: list[str] = []
-    for arg in named:
-        if arg == state_name:
-            wants_state = arg
-        elif arg in objects:
-            const[arg] = objects[arg]
-        elif arg in state_args:
-            key = state_args[arg]
-            default = _STATE_ARGS[key][1]
-            from_state.append((arg, key, default))
-        elif group:
-            if arg in required:
-                unknown.append(arg)
-        else:
-            from_state.append((arg, arg, _MISSING))
-    return _Entry(
-        name=name,
-        func=func,
-        weight=float(weight),
-        group=group,
-        is_async=_is_async(func),
-        const=const,
-        from_state=tuple(from_state),
-        wants_state=wants_state,
-        required=frozenset(required),
-        unknown=tuple(unknown),
-        score_on_error=score_on_error,
-    )
-
-
-@dataclass(slots=True)
-class _Plan:
-    individual: tuple[_Entry, ...]
-    group: tuple[_Entry, ...]
-    ordered: tuple[_Entry, ...]  # registration order, for the reward sum and metrics
-    any_async: bool
-
-
-def _error_record(name: str, exc: BaseException) -> dict[str, str]:
-    return {
-        "func": name,
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": "".join(traceback.format_exception(exc)),
-    }
-
-
-def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, int | bool):
-        return float(value)
-    try:
-        number = value if isinstance(value, float) else float(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"reward function {name!r} returned {type(value).__name__} {value!r:.80}, "
-            "expected a number"
-        ) from None
-    if not math.isfinite(number):
-        raise ValueError(f"reward function {name!r} returned {number}, expected a finite number")
-    return number
-
-
-class _Scores:
-    """Values and errors of one rollout while it is being scored."""
-
-    __slots__ = ("errors", "values")
-
-    def __init__(self) -> None:
-        self.values: dict[int, float | None] = {}  # by the function's index in the plan
-        self.errors: list[dict[str, str]] = []
-
-    def fail(self, entry: _Entry, exc: BaseException) -> None:
-        self.values[entry.index] = None
-        self.errors.append(_error_record(entry.name, exc))
 
 
 class Rubric:
@@ -297,7 +88,7 @@ class Rubric:
         self.class_objects["parser"] = self._parser
         self.score_on_error = score_on_error
         self._version = 0
-        self._plan: _Plan | None = None
+        self._plan: ScoringPlan | None = None
         self._plan_key: object = None
         for funcs_, weights_, group in ((funcs, weights, None), (group_funcs, group_weights, True)):
             fs = list(funcs_ or [])
@@ -339,11 +130,11 @@ class Rubric:
         name = func_name(func)
         existing = self._names().get(name)
         if existing is not None:
-            _log_duplicate(self.logger, name, existing, func)
+            warn_duplicate_name(self.logger, name, existing, func)
         is_group = is_group_reward(func) if group is None else group
         # reads the signature now: a function that cannot be called with keywords is an error
         # at registration, not at scoring
-        _build_entry(func, weight, is_group, self.class_objects, self.score_on_error)
+        build_reward_call(func, weight, is_group, self.class_objects, self.score_on_error)
         self._funcs.append((func, float(weight), is_group))
         self._changed()
 
@@ -397,7 +188,7 @@ class Rubric:
     # here they are live views of the registrations, so such edits take effect.
     @property
     def funcs(self) -> MutableSequence[Callable[..., Any]]:
-        return _FuncsView(self)
+        return FuncsView(self)
 
     @funcs.setter
     def funcs(self, funcs: Iterable[Callable[..., Any]]) -> None:
@@ -412,7 +203,7 @@ class Rubric:
 
     @property
     def weights(self) -> MutableSequence[float]:
-        return _WeightsView(self)
+        return WeightsView(self)
 
     @weights.setter
     def weights(self, weights: Iterable[float]) -> None:
@@ -430,14 +221,14 @@ class Rubric:
                 else "the extra weights are unused",
             )
             ws = (ws + [0.0] * len(regs))[: len(regs)]
-        regs[:] = [(f, _checked_weight(f, w), g) for (f, _, g), w in zip(regs, ws, strict=True)]
+        regs[:] = [(f, checked_weight(f, w), g) for (f, _, g), w in zip(regs, ws, strict=True)]
         self._changed()
 
     @property
     def reward_weights(self) -> dict[str, float]:
         """Every function's weight by name (weight 0: a metric). Assigning an item changes the
         weight: by name, or by position as earlier 0.x's list (``reward_weights[i] = w``)."""
-        return _WeightsByName(self, {e.name: e.weight for e in self._get_plan().ordered})
+        return WeightsByName(self, {e.name: e.weight for e in self._get_plan().ordered})
 
     def _own_registrations(self) -> list[tuple[Callable[..., Any], float, bool]]:
         regs = self._registrations()
@@ -451,7 +242,7 @@ class Rubric:
     def _set_weight(self, index: int, weight: float) -> None:
         regs = self._own_registrations()
         f, _, g = regs[index]
-        regs[index] = (f, _checked_weight(f, weight), g)
+        regs[index] = (f, checked_weight(f, weight), g)
         self._changed()
 
     @property
@@ -460,9 +251,9 @@ class Rubric:
 
     # -- plan ---------------------------------------------------------------------------------
 
-    def _entries(self) -> list[_Entry]:
+    def _entries(self) -> list[RewardCall]:
         return [
-            _build_entry(f, w, g, self.class_objects, self.score_on_error)
+            build_reward_call(f, w, g, self.class_objects, self.score_on_error)
             for f, w, g in self._funcs
         ]
 
@@ -470,7 +261,7 @@ class Rubric:
         """Changes whenever the functions, weights or class objects change."""
         return self._version
 
-    def _get_plan(self) -> _Plan:
+    def _get_plan(self) -> ScoringPlan:
         plan, key = self._plan, self._key()
         if plan is None or key != self._plan_key:
             plan = self._make_plan(self._entries())
@@ -478,11 +269,11 @@ class Rubric:
         return plan
 
     @staticmethod
-    def _make_plan(entries: list[_Entry]) -> _Plan:
+    def _make_plan(entries: list[RewardCall]) -> ScoringPlan:
         for i, e in enumerate(entries):
             e.index = i
         individual = tuple(e for e in entries if not e.group)
-        return _Plan(
+        return ScoringPlan(
             individual=individual,
             group=tuple(e for e in entries if e.group),
             ordered=tuple(entries),
@@ -501,7 +292,7 @@ class Rubric:
         if not states:
             return
         plan = self._get_plan()
-        scores = [_Scores() for _ in states]
+        scores = [RolloutScores() for _ in states]
         if plan.any_async and len(states) > 1:
             await asyncio.gather(
                 *(self._run_individual(plan, s, sc) for s, sc in zip(states, scores, strict=True))
@@ -516,8 +307,8 @@ class Rubric:
         for s, sc in zip(states, scores, strict=True):
             self._finish(plan, s, sc)
 
-    async def _run_individual(self, plan: _Plan, state: State, scores: _Scores) -> None:
-        pending: list[tuple[_Entry, Awaitable[Any]]] = []
+    async def _run_individual(self, plan: ScoringPlan, state: State, scores: RolloutScores) -> None:
+        pending: list[tuple[RewardCall, Awaitable[Any]]] = []
         for entry in plan.individual:
             try:
                 result = entry.func(**entry.kwargs(state))
@@ -526,13 +317,13 @@ class Rubric:
                         pending.append((entry, result))
                         continue
                     result = await result
-                scores.values[entry.index] = _as_float(entry.name, result)
+                scores.values[entry.index] = as_score(entry.name, result)
             except Exception as exc:
                 scores.fail(entry, exc)
         if len(pending) == 1:
             entry, awaitable = pending[0]
             try:
-                scores.values[entry.index] = _as_float(entry.name, await awaitable)
+                scores.values[entry.index] = as_score(entry.name, await awaitable)
             except Exception as exc:
                 scores.fail(entry, exc)
         elif pending:
@@ -544,11 +335,13 @@ class Rubric:
                     scores.fail(entry, result)
                     continue
                 try:
-                    scores.values[entry.index] = _as_float(entry.name, result)
+                    scores.values[entry.index] = as_score(entry.name, result)
                 except (TypeError, ValueError) as exc:
                     scores.fail(entry, exc)
 
-    async def _run_group(self, entry: _Entry, states: list[State], scores: list[_Scores]) -> None:
+    async def _run_group(
+        self, entry: RewardCall, states: list[State], scores: list[RolloutScores]
+    ) -> None:
         try:
             result = entry.func(**entry.group_kwargs(states))
             if inspect.isawaitable(result):
@@ -563,7 +356,7 @@ class Rubric:
                     f"group reward function {entry.name!r} returned {len(result)} values for "
                     f"{len(states)} rollouts; return one value per rollout"
                 )
-            values = [_as_float(entry.name, v) for v in result]
+            values = [as_score(entry.name, v) for v in result]
         except Exception as exc:
             for sc in scores:
                 sc.fail(entry, exc)
@@ -572,7 +365,7 @@ class Rubric:
             sc.values[entry.index] = v
 
     @staticmethod
-    def _finish(plan: _Plan, state: State, scores: _Scores) -> None:
+    def _finish(plan: ScoringPlan, state: State, scores: RolloutScores) -> None:
         reward: float | None = 0.0
         # a metric per name: within one rubric a later function of the same name replaces an
         # earlier one's value, across the rubrics of a RubricGroup they add up (as in 0.3.x)
@@ -620,119 +413,6 @@ class Rubric:
 
 
 # names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-
-
-def _checked_weight(func: Callable[..., Any], weight: Any) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, int | float):
-        raise ConfigError(f"weight of {func_name(func)!r} must be a number, not {weight!r}")
-    return float(weight)
-
-
-_T = TypeVar("_T")
-
-
-class _RegistrationView(MutableSequence[_T]):
-    """A live list over one column of a rubric's registrations (function, weight, group):
-    read as a list, compared and concatenated as one; subclasses say how it is edited."""
-
-    _column: int
-
-    def __init__(self, rubric: Rubric) -> None:
-        self._rubric = rubric
-
-    def __len__(self) -> int:
-        return len(self._rubric._registrations())
-
-    @overload
-    def __getitem__(self, index: int) -> _T: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[_T]: ...
-    def __getitem__(self, index: int | slice) -> Any:
-        return [reg[self._column] for reg in self._rubric._registrations()][index]
-
-    def __eq__(self, other: object) -> bool:
-        return list(self) == (list(other) if isinstance(other, Sequence) else other)
-
-    def __add__(self, other: Iterable[_T]) -> list[_T]:
-        return list(self) + list(other)
-
-    def __radd__(self, other: Iterable[_T]) -> list[_T]:
-        return list(other) + list(self)
-
-    def __repr__(self) -> str:
-        return repr(list(self))
-
-
-class _FuncsView(_RegistrationView[Callable[..., Any]]):
-    """``rubric.funcs``: the registered functions, edited in place as 0.3.x's list is (a
-    function inserted gets weight 1.0; one removed takes its weight along)."""
-
-    _column = 0
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, slice):
-            raise ConfigError("assign rubric.funcs as a whole list, not a slice")
-        regs = self._rubric._own_registrations()
-        _, w, _ = regs[index]
-        regs[index] = (value, w, is_group_reward(value))
-        self._rubric._changed()
-
-    def __delitem__(self, index: Any) -> None:
-        regs = self._rubric._own_registrations()
-        del regs[index]
-        self._rubric._changed()
-
-    def insert(self, index: int, value: Callable[..., Any]) -> None:
-        regs = self._rubric._own_registrations()
-        self._rubric._add(value, 1.0, None)  # validates and appends
-        regs.insert(index, regs.pop())
-        self._rubric._changed()
-
-
-class _WeightsView(_RegistrationView[float]):
-    """``rubric.weights``: one weight per function, set in place (``weights[i] = w``); the
-    list's length follows the functions (add one with ``add_reward_func(func, weight)``)."""
-
-    _column = 1
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, slice):
-            raise ConfigError("assign rubric.weights as a whole list, not a slice")
-        self._rubric._set_weight(index, value)
-
-    def _fixed_length(self) -> ConfigError:
-        return ConfigError(
-            "rubric.weights has one weight per reward function: add a function with "
-            "add_reward_func(func, weight=...) or assign both `funcs` and `weights`"
-        )
-
-    def __delitem__(self, index: Any) -> None:
-        raise self._fixed_length()
-
-    def insert(self, index: int, value: float) -> None:
-        raise self._fixed_length()
-
-
-class _WeightsByName(dict[str, float]):
-    """``rubric.reward_weights``: weights by name; assigning an item (by name, or by the
-    function's position) changes the rubric's weight."""
-
-    def __init__(self, rubric: Rubric, weights: dict[str, float]) -> None:
-        super().__init__(weights)
-        self._rubric = rubric
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        names = self._rubric.get_reward_func_names()
-        if isinstance(key, int) and not isinstance(key, bool):
-            index = key
-        elif key in names:
-            index = len(names) - 1 - names[::-1].index(key)
-        else:
-            raise ConfigError(f"no reward function {key!r} in this rubric; it has {names}")
-        self._rubric._set_weight(index, value)
-        super().__setitem__(names[index], float(value))
-
-
 from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

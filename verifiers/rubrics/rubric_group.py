@@ -8,7 +8,8 @@ from typing import Any
 
 from verifiers.errors import ConfigError
 from verifiers.parsers.parser import Parser
-from verifiers.rubrics.rubric import Rubric, _Entry
+from verifiers.rubrics.reward_calls import RewardCall
+from verifiers.rubrics.rubric import Rubric
 
 __all__ = ["RubricGroup"]
 
@@ -34,7 +35,7 @@ class RubricGroup(Rubric):
     def _registrations(self) -> list[tuple[Callable[..., Any], float, bool]]:
         return [reg for r in self.rubrics for reg in r._registrations()]
 
-    def _entries(self) -> list[_Entry]:
+    def _entries(self) -> list[RewardCall]:
         entries = []
         for source, r in enumerate(self.rubrics):
             for e in r._entries():

@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "chunked_token_logprobs": "verifiers.train.loss",
     "Learner": "verifiers.train.learner",
     "make_weight_sync": "verifiers.train.weight_sync",
-    "pinned_sampling_args": "verifiers.train.trainer",
+    "pinned_sampling_args": "verifiers.train.rollout_settings",
     "VLLMServer": "verifiers.train.vllm_launch",
     "write_tiny_qwen": "verifiers.train.tiny_qwen",
     "LocalModelClient": "verifiers.train.local_client",
@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.train.packing import PackedMicroBatch as PackedMicroBatch
     from verifiers.train.packing import PackResult as PackResult
     from verifiers.train.packing import pack_samples as pack_samples
+    from verifiers.train.rollout_settings import pinned_sampling_args as pinned_sampling_args
     from verifiers.train.rollout_source import Batch as Batch
     from verifiers.train.rollout_source import DifficultyConfig as DifficultyConfig
     from verifiers.train.rollout_source import RolloutSource as RolloutSource
@@ -74,7 +75,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.train.tiny import letter_environment as letter_environment
     from verifiers.train.tiny_qwen import write_tiny_qwen as write_tiny_qwen
     from verifiers.train.trainer import Trainer as Trainer
-    from verifiers.train.trainer import pinned_sampling_args as pinned_sampling_args
     from verifiers.train.trl_adapter import TRLAdapter as TRLAdapter
     from verifiers.train.vllm_launch import VLLMServer as VLLMServer
     from verifiers.train.weight_sync import make_weight_sync as make_weight_sync

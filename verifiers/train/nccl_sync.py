@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.errors import ConfigError, InfraError
-from verifiers.train.weight_sync import NamedTensors, server_root
+from verifiers.train.sync_protocol import NamedTensors, server_root
 
 __all__ = ["FanOutClient", "NCCLSync"]
 

@@ -27,6 +27,10 @@ callback; checkpoints (Hugging Face weights, tokenizer, optimizer, data order) g
 An interrupted run (Ctrl-C, or the task running :meth:`Trainer.run` cancelled) finishes the
 optimizer step under way, saves a checkpoint and then stops.
 
+What the trainer loads from its config (device, dtypes, model, environment) is
+:mod:`verifiers.train.model_loading`; the sampling arguments and the rollout source's settings
+are :mod:`verifiers.train.rollout_settings`.
+
 Each ``metrics.jsonl`` line has: ``step`` (0-based), ``reward`` (mean over the batch's groups,
 zero-variance ones included), ``reward/<task>`` (several tasks), ``loss``, ``lr``,
 ``masked_fraction`` (loss tokens the ratio bounds or a dropped sequence masked),
@@ -49,13 +53,11 @@ and are not counted as steps, so step numbers and ``train.steps`` count optimize
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import random
 import shutil
 import socket
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -72,18 +74,18 @@ from verifiers.train.distributed import (
     broadcast_object,
     full_model_state,
     init_distributed,
-    shard_model,
 )
 from verifiers.train.learner import Learner
 from verifiers.train.local_client import LocalModelClient
-from verifiers.train.rollout_source import (
-    Batch,
-    DifficultyConfig,
-    RolloutSource,
-    RolloutSourceConfig,
-    describe_unusable,
-    env_rows,
+from verifiers.train.model_loading import (
+    compute_dtype,
+    load_env,
+    load_model,
+    param_dtype,
+    pick_device,
 )
+from verifiers.train.rollout_settings import pinned_sampling_args, rollout_source_config
+from verifiers.train.rollout_source import Batch, RolloutSource, describe_unusable, env_rows
 from verifiers.train.run_files import (
     STATE_FILE,
     MetricsLog,
@@ -102,30 +104,9 @@ __all__ = ["Trainer", "latest_checkpoint", "pinned_sampling_args"]
 
 logger = logging.getLogger(__name__)
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # mean per-token KL(sampler || trainer) above which an on-policy batch is reported as
 # sampled from another distribution than the one the loss assumes
 MISMATCH_KL_WARN = 1e-3
-
-
-def pinned_sampling_args(temperature: float, max_tokens: int) -> dict[str, Any]:
-    """Sampling arguments for a vLLM server whose logprobs the loss compares with the
-    trainer's full-vocabulary softmax at ``temperature``: no truncation (top_p 1, top_k -1,
-    min_p 0), no penalties, token ids and the sampled tokens' logprobs in the answer."""
-    return {
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "top_p": 1.0,
-        "presence_penalty": 0.0,
-        "frequency_penalty": 0.0,
-        "logprobs": True,
-        "extra_body": {
-            "return_token_ids": True,
-            "top_k": -1,
-            "min_p": 0.0,
-            "repetition_penalty": 1.0,
-        },
-    }
 
 
 class Trainer:
@@ -149,8 +130,9 @@ class Trainer:
         self._saved_step = 0  # the step of the newest checkpoint
         self.skipped_batches = 0  # batches with no usable group: not trained, not counted
         self._resume_from = latest_checkpoint(self.output_dir) if config.train.resume else None
-        self._seed()
-        self.device = self._device()
+        random.seed(config.model.seed)
+        torch.manual_seed(config.model.seed)
+        self.device = pick_device(config.model.device)
         self.dist: DistInfo = init_distributed(self.device.type)
         if self.dist.enabled and self.device.type == "cuda":
             self.device = torch.device("cuda", self.dist.local_rank)
@@ -159,7 +141,7 @@ class Trainer:
                 "several processes (torchrun / --nproc) need inference.backend = 'server': "
                 "a sharded model cannot sample in process"
             )
-        self.model, self.tokenizer = self._load_model()
+        self.model, self.tokenizer = load_model(config, self._resume_from, self.device, self.dist)
         self._owns_env = env is None
         self.temperature = config.rollouts.temperature
         self.env: Any = None
@@ -167,12 +149,12 @@ class Trainer:
         self.source: RolloutSource | None = None
         self.served_env: ServedEnvironment | None = None
         if self.dist.is_main:
-            self.env = env if env is not None else self._load_env()
+            self.env = env if env is not None else load_env(config)
             self.clients = self._clients()
             self.source = RolloutSource(
                 self._group_runner(),
                 self.clients,
-                self._source_config(),
+                rollout_source_config(config),
                 rows=env_rows(self.env),
                 tokenizer=self.tokenizer,
             )
@@ -223,120 +205,15 @@ class Trainer:
 
     # ------------------------------------------------------------------ setup
 
-    def _seed(self) -> None:
-        seed = self.config.model.seed
-        random.seed(seed)
-        torch.manual_seed(seed)
-
-    def _device(self) -> torch.device:
-        wanted = self.config.model.device
-        if wanted == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        try:
-            device = torch.device(wanted)
-        except RuntimeError:
-            raise ConfigError(
-                f"model.device {wanted!r} is not a torch device (try 'auto', 'cpu' or 'cuda:0')"
-            ) from None
-        if device.type == "cuda":
-            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-            if count == 0 or (device.index or 0) >= count:
-                raise ConfigError(
-                    f"model.device {wanted!r}: this machine has {count} CUDA device(s); "
-                    "use 'auto' or 'cpu'"
-                )
-        return device
-
     @property
     def param_dtype(self) -> torch.dtype:
         """Master weights and optimizer state: fp32 unless ``model.dtype`` says otherwise."""
-        name = self.config.model.dtype
-        return torch.float32 if name == "auto" else _DTYPES[name]
+        return param_dtype(self.config)
 
     @property
     def compute_dtype(self) -> torch.dtype:
         """Forward and backward: bf16 on GPUs, fp32 on the CPU, unless configured."""
-        name = self.config.model.compute_dtype
-        if name == "auto":
-            if self.param_dtype != torch.float32:
-                return self.param_dtype
-            return torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        return _DTYPES[name]
-
-    def _load_model(self) -> tuple[Any, Any]:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        cfg = self.config.model
-        source: str | None = str(self._resume_from) if self._resume_from else None
-        if source is None and cfg.name != "tiny":
-            source = cfg.name
-        if source is None:
-            from verifiers.train.tiny import build_char_tokenizer, build_tiny_model
-
-            tokenizer = build_char_tokenizer()
-            model = build_tiny_model(
-                len(tokenizer),
-                hidden_size=cfg.hidden_size,
-                num_layers=cfg.num_layers,
-                num_heads=cfg.num_heads,
-                max_positions=cfg.max_positions,
-                seed=cfg.seed,
-            )
-        else:
-            if (
-                source.startswith(("/", "./", "../", "~"))
-                and not Path(source).expanduser().is_dir()
-            ):
-                raise ConfigError(
-                    f"model.name {source!r} is not a directory: give a Hugging Face model id, "
-                    "a directory written by save_pretrained, or 'tiny'"
-                )
-            try:
-                tokenizer = AutoTokenizer.from_pretrained(source)
-                model = AutoModelForCausalLM.from_pretrained(source, dtype=self.param_dtype)
-            except OSError as e:
-                raise ConfigError(f"cannot load model {source!r}: {e}") from None
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        model.to(device=self.device, dtype=self.param_dtype)
-        if self.config.train.activation_checkpointing:
-            # recompute activations in the backward pass: less memory for long packed rows
-            enable = getattr(model, "activation_checkpointing_enable", None)
-            (enable or model.gradient_checkpointing_enable)()
-        model.train()
-        if self.dist.enabled:
-            shard_model(model, self.compute_dtype)
-        return model, tokenizer
-
-    def _load_env(self) -> Any:
-        cfg = self.config.env
-        if cfg.factory is not None:
-            module_name, _, attr = cfg.factory.partition(":")
-            if not attr:
-                raise ConfigError(
-                    f"env.factory must look like 'module:function', got {cfg.factory!r}"
-                )
-            self._make_importable(module_name)
-            try:
-                factory = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError) as e:
-                raise ConfigError(f"cannot import env.factory {cfg.factory!r}: {e}") from None
-            return factory(**cfg.args)
-        from verifiers.loading import load_environment
-
-        assert cfg.id is not None
-        return load_environment(cfg.id, **cfg.args)
-
-    def _make_importable(self, module_name: str) -> None:
-        """Put the config file's directory or the working directory on ``sys.path`` when the
-        factory's top-level module lives there (as ``python script.py`` would for a script)."""
-        top = module_name.split(".")[0]
-        for d in (self.config.base_dir, Path.cwd()):
-            if d is None or str(d) in sys.path:
-                continue
-            if (d / f"{top}.py").is_file() or (d / top / "__init__.py").is_file():
-                sys.path.insert(0, str(d))
-                return
+        return compute_dtype(self.config, self.device)
 
     def _group_runner(self) -> Any:
         """The environment, or with ``env.server`` a :class:`ServedEnvironment` running it
@@ -370,45 +247,6 @@ class Trainer:
                 )
             ]
         return [as_client(url) for url in inf.base_urls]
-
-    def _source_config(self) -> RolloutSourceConfig:
-        r = self.config.rollouts
-        difficulty = DifficultyConfig(**r.difficulty.model_dump()) if r.difficulty else None
-        return RolloutSourceConfig(
-            model=self.config.inference.model or self.config.model.name,
-            rollouts_per_example=r.rollouts_per_example,
-            groups_per_batch=r.groups_per_batch,
-            max_in_flight=r.max_in_flight or 2 * r.groups_per_batch,
-            max_off_policy_steps=r.max_off_policy_steps,
-            sampling_args=self._sampling_args(),
-            filter_zero_variance=r.filter_zero_variance,
-            difficulty=difficulty,
-            on_mismatch=r.on_mismatch,
-            seed=self.config.model.seed,
-            max_seq_len=self.config.train.seq_len,
-            overlong=r.overlong,
-            sample_rollouts=self.config.train.sample_rollouts,
-        )
-
-    def _sampling_args(self) -> dict[str, Any]:
-        r = self.config.rollouts
-        if self.config.inference.backend == "local":
-            return {"temperature": r.temperature, "max_tokens": r.max_tokens}
-        args = pinned_sampling_args(r.temperature, r.max_tokens)
-        extra = dict(r.sampling_args)
-        if extra:
-            logger.warning(
-                "rollouts.sampling_args %s change the pinned sampling arguments: the server's "
-                "logprobs may no longer match the trainer's (see the mismatch_kl metric)",
-                sorted(extra),
-            )
-            body = {**args["extra_body"], **extra.pop("extra_body", {})}
-            args.update(extra)
-            for key in list(body):
-                if key in extra:  # a top-level override wins over the pinned extra_body key
-                    body.pop(key)
-            args["extra_body"] = body
-        return args
 
     # ------------------------------------------------------------------ the loop
 

@@ -23,38 +23,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from verifiers.errors import InfraError
+from verifiers.train.sync_protocol import NamedTensors, WeightSync, server_root
 
-__all__ = ["PrimeRLSync", "ReloadSync", "WeightSync", "make_weight_sync", "server_root"]
+__all__ = [
+    "NamedTensors",
+    "PrimeRLSync",
+    "ReloadSync",
+    "WeightSync",
+    "make_weight_sync",
+    "server_root",
+]
 
 logger = logging.getLogger(__name__)
-
-NamedTensors = Callable[[], Iterator[tuple[str, Any]]]
-
-
-def server_root(base_url: str) -> str:
-    """``http://host:port`` of an OpenAI-style base URL (``.../v1`` removed)."""
-    return base_url.rstrip("/").removesuffix("/v1")
-
-
-class WeightSync(Protocol):
-    """How new weights reach the servers."""
-
-    #: True when :meth:`push` needs the weights saved to a directory first
-    needs_directory: bool
-
-    def setup(self) -> None:
-        """Called once before the first push (e.g. to join a transfer group)."""
-
-    def push(self, step: int, directory: Path | None, tensors: NamedTensors | None) -> float:
-        """Make every server serve the new weights; returns the seconds it took."""
-
-    def close(self) -> None:
-        """Release what :meth:`setup` acquired."""
 
 
 class _HTTPSync:

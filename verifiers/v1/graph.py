@@ -6,7 +6,7 @@ import base64
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -15,6 +15,14 @@ from pydantic import BaseModel, Field, SerializationInfo, field_serializer, fiel
 from pydantic.json_schema import SkipJsonSchema
 
 from verifiers.v1.semantic import ParentLink
+from verifiers.v1.turn_tokens import (
+    PromptTokens,
+    attribute_prompt,
+    attribute_routing,
+    fits_between,
+    has_span,
+    prompt_token_ids,
+)
 from verifiers.v1.types import (
     AssistantMessage,
     Message,
@@ -22,6 +30,7 @@ from verifiers.v1.types import (
     TextContentPart,
     Tool,
     ToolMessage,
+    TurnTokens,
 )
 
 if TYPE_CHECKING:
@@ -415,217 +424,109 @@ def continue_branch(trace: Trace[Any, Any, Any], messages: list[Message]) -> Pen
     )
 
 
-Span = tuple[int, int]
-
-
-def _expand_attribution(
-    renderer_ids: list[int],
-    prompt_ids: list[int],
-    placeholder_ids: dict[int, int],
-    placeholders: list[Span] | None,
-    spans: list[Span | None] | None,
-    is_content: list[bool] | None,
-) -> tuple[list[Span | None] | None, list[bool] | None]:
-    """Map the renderer's per-message spans and content flags onto the server's prompt, where
-    each multimodal placeholder token stands for ``length`` tokens at ``offset``."""
-    if renderer_ids == prompt_ids:
-        return spans, is_content
-    if not placeholder_ids or placeholders is None:
-        raise ValueError(
-            "the renderer's prompt tokens differ from the server's and no multimodal "
-            "placeholders say how; pass TurnTokens.mm_placeholders and mm_token_type_id_map, or "
-            "leave renderer_prompt_ids unset when the prompts are the same"
-        )
-    mismatch = "the server's prompt tokens do not expand the renderer's prompt tokens"
-    ends = [0]  # ends[i]: where renderer token i starts in the server prompt (ends[-1]: length)
-    at = 0
-    expanded = 0
-    for token in renderer_ids:
-        if token in placeholder_ids:
-            if expanded >= len(placeholders):
-                raise ValueError(f"{mismatch}: more placeholder tokens than placeholders")
-            offset, length = placeholders[expanded]
-            if offset != at or length < 1:
-                raise ValueError(f"{mismatch}: placeholder {expanded} is at {offset}, not {at}")
-            at += length
-            expanded += 1
-        else:
-            if at >= len(prompt_ids) or prompt_ids[at] != token:
-                raise ValueError(f"{mismatch} (at server position {at})")
-            at += 1
-        ends.append(at)
-    if at != len(prompt_ids) or expanded != len(placeholders):
-        raise ValueError(f"{mismatch}: lengths or placeholder counts differ")
-    mapped_spans: list[Span | None] | None = None
-    if spans is not None:
-        mapped_spans = []
-        for span in spans:
-            if span is None:
-                mapped_spans.append(None)
-                continue
-            start, end = span
-            if not 0 <= start <= end <= len(renderer_ids):
-                raise ValueError(f"message span {span} lies outside the renderer prompt")
-            mapped_spans.append((ends[start], ends[end]))
-    mapped_content = is_content
-    if is_content:
-        if len(is_content) != len(renderer_ids):
-            raise ValueError(
-                f"is_content has {len(is_content)} flags for {len(renderer_ids)} renderer tokens"
-            )
-        mapped_content = [
-            flag for i, flag in enumerate(is_content) for _ in range(ends[i + 1] - ends[i])
-        ]
-    return mapped_spans, mapped_content
-
-
-def _decode_routing(payload: Mapping[str, Any]) -> Any:
-    import numpy as np
-
-    raw = base64.b64decode(payload["data"])
-    dtype = np.dtype(payload.get("dtype") or "uint8")
-    return np.frombuffer(raw, dtype=dtype).reshape(payload["shape"])
-
-
-def _attribute_routing(
-    trace: Trace[Any, Any, Any],
-    prefix: list[int],
-    created: list[int],
-    path_len: int,
-    payload: Mapping[str, Any] | None,
-) -> None:
-    """Give each node created this turn its rows of the turn's routing array (row ``i`` is
-    sequence position ``start + i``). The server never forwards a turn's last sampled token,
-    so that position gets a copy of the row before it; the next turn's prefill does forward
-    it, and its row replaces the copy on the prefix's last node. A node whose rows the array
-    does not cover is left without routing (its branch then reports none)."""
-    if payload is None:
-        return
-    import numpy as np
-
-    rows = _decode_routing(payload)
-    at = path_len - int(payload.get("start") or 0)
-    last = next((trace.nodes[n] for n in reversed(prefix) if trace.nodes[n].token_ids), None)
-    if last is not None and last.sampled and 1 <= at <= rows.shape[0]:
-        held = last.routed_experts
-        if held is not None and held.shape[0] and held.shape[1:] == rows.shape[1:]:
-            last.routed_experts = np.concatenate([held[:-1], rows[at - 1 : at]], axis=0)
-    total = at + sum(len(trace.nodes[n].token_ids) for n in created)
-    for n in created:
-        node = trace.nodes[n]
-        end = at + len(node.token_ids)
-        if node.token_ids and at >= 0:
-            if end <= rows.shape[0]:
-                node.routed_experts = rows[at:end].copy()
-            elif end == total == rows.shape[0] + 1 and rows.shape[0]:
-                node.routed_experts = np.concatenate([rows[at:], rows[-1:]], axis=0)
-        at = end
-
-
-def _has_span(node: MessageNode, *, ids: list[int], logical: list[int]) -> bool:
-    return node.token_ids == ids and node.logical_ids == logical
-
-
-def _fits_between(
-    node: MessageNode,
-    *,
-    prompt_ids: list[int],
-    start: int,
-    stop: int,
-    renderer_ids: list[int],
-    renderer_start: int,
-    renderer_stop: int,
-) -> bool:
-    """Whether the node's own tokens continue the prompt at ``start`` and end by ``stop`` (in
-    both the server's and the renderer's tokens)."""
-    ids, logical = node.token_ids, node.logical_ids
-    return (
-        start + len(ids) <= stop
-        and prompt_ids[start : start + len(ids)] == ids
-        and renderer_start + len(logical) <= renderer_stop
-        and renderer_ids[renderer_start : renderer_start + len(logical)] == logical
-    )
-
-
 def _commit(turn: PendingTurn, response: Response) -> int:
     trace = turn.trace
-    prompt = turn.prompt
     tokens = response.tokens
-    prompt_ids = tokens.prompt_ids if tokens is not None else []
-    renderer_ids = (
-        tokens.renderer_prompt_ids
-        if tokens is not None and tokens.renderer_prompt_ids is not None
-        else prompt_ids
-    )
-    renderer_spans = tokens.message_spans if tokens is not None else None
     if tokens is not None and tokens.mm_token_type_id_map:
         trace.mm_token_type_id_map = dict(tokens.mm_token_type_id_map)
-
-    # The prefix resolved before inference holds only while its tokens are this prompt's.
-    prefix = list(turn.prefix_node_ids)
-    length, renderer_length = turn.path_len, turn.renderer_path_len
-    if tokens is not None and prefix:
-        kept = length = renderer_length = 0
-        for at in prefix:
-            node = trace.nodes[at]
-            logical = node.logical_ids
-            if (
-                prompt_ids[length : length + len(node.token_ids)] != node.token_ids
-                or renderer_ids[renderer_length : renderer_length + len(logical)] != logical
-            ):
-                break
-            length += len(node.token_ids)
-            renderer_length += len(logical)
-            kept += 1
-        if tokens.bridged and kept != len(prefix):
-            raise ValueError(
-                "the prompt was bridged from the stored rollout but its tokens do not exactly "
-                f"extend the stored prefix (they differ at node {prefix[kept]}); render the "
-                "prompt in full instead of bridging"
-            )
-        prefix = prefix[:kept]
-    spans, is_content = _expand_attribution(
-        renderer_ids,
-        prompt_ids,
-        trace.mm_token_type_id_map or {},
-        tokens.mm_placeholders if tokens is not None else None,
-        renderer_spans,
-        tokens.is_content if tokens is not None else None,
+    prompt_ids, renderer_ids = prompt_token_ids(tokens)
+    prefix, length, renderer_length = _confirmed_prefix(turn, tokens, prompt_ids, renderer_ids)
+    view = attribute_prompt(tokens, prompt_ids, renderer_ids, trace.mm_token_type_id_map or {})
+    length, renderer_length = _follow_committed(
+        turn, view, prefix, length, renderer_length, has_tokens=tokens is not None
     )
-    has_content = is_content is not None and len(is_content) == len(prompt_ids)
+    created, at, renderer_at = _add_prompt_nodes(turn, view, prefix, length, renderer_length)
+    parent = created[-1] if created else (prefix[-1] if prefix else None)
+    completion = tokens.completion_ids if tokens is not None else []
+    generation_prompt = view.prompt_ids[at:]
+    trace.nodes.append(
+        MessageNode(
+            parent=parent,
+            message=response.message,
+            sampled=True,
+            tools=turn.tools if parent is None else [],
+            token_ids=[*generation_prompt, *completion],
+            renderer_token_ids=[*view.renderer_ids[renderer_at:], *completion],
+            mask=[False] * len(generation_prompt) + [True] * len(completion),
+            is_content=[False] * len(generation_prompt) + [True] * len(completion)
+            if view.has_content
+            else [],
+            logprobs=list(tokens.completion_logprobs) if tokens is not None else [],
+        )
+    )
+    reply = len(trace.nodes) - 1
+    created.append(reply)
+    attribute_routing(
+        trace, prefix, created, length, tokens.routed_experts if tokens is not None else None
+    )
+    return reply
 
-    def span_of(spans: list[Span | None] | None, i: int) -> Span | None:
-        return spans[i] if spans and i < len(spans) else None
 
-    def next_start(spans: list[Span | None] | None, i: int, default: int) -> int:
-        return next((s[0] for s in (spans or [])[i + 1 :] if s is not None), default)
+def _confirmed_prefix(
+    turn: PendingTurn,
+    tokens: TurnTokens | None,
+    prompt_ids: list[int],
+    renderer_ids: list[int],
+) -> tuple[list[int], int, int]:
+    """The part of the prefix resolved before inference that still holds: the leading nodes
+    whose tokens are this prompt's tokens; with its length in server and renderer tokens."""
+    prefix = list(turn.prefix_node_ids)
+    if tokens is None or not prefix:
+        return prefix, turn.path_len, turn.renderer_path_len
+    kept = length = renderer_length = 0
+    for at in prefix:
+        node = turn.trace.nodes[at]
+        logical = node.logical_ids
+        if (
+            prompt_ids[length : length + len(node.token_ids)] != node.token_ids
+            or renderer_ids[renderer_length : renderer_length + len(logical)] != logical
+        ):
+            break
+        length += len(node.token_ids)
+        renderer_length += len(logical)
+        kept += 1
+    if tokens.bridged and kept != len(prefix):
+        raise ValueError(
+            "the prompt was bridged from the stored rollout but its tokens do not exactly "
+            f"extend the stored prefix (they differ at node {prefix[kept]}); render the "
+            "prompt in full instead of bridging"
+        )
+    return prefix[:kept], length, renderer_length
 
-    # Concurrent turns may have committed more of this prompt since it was prepared: follow
-    # their nodes, one message at a time, where their tokens are this prompt's tokens (a token
-    # difference is a real fork and stays one). Commit does not yield, so past this loop the
-    # rest of the prompt is new.
+
+def _follow_committed(
+    turn: PendingTurn,
+    view: PromptTokens,
+    prefix: list[int],
+    length: int,
+    renderer_length: int,
+    *,
+    has_tokens: bool,
+) -> tuple[int, int]:
+    """Extend ``prefix`` (in place) over the nodes concurrent turns committed for this prompt
+    since it was prepared, one message at a time, where their tokens are this prompt's tokens
+    (a token difference is a real fork and stays one); the new length in server and renderer
+    tokens. Commit does not yield, so past this the rest of the prompt is new."""
+    trace, prompt = turn.trace, turn.prompt
     while len(prefix) < len(prompt):
         i = len(prefix)
-        parent = prefix[-1] if prefix else None
-        key = node_key(parent, prompt[i], turn.tools)
-        span, renderer_span = span_of(spans, i), span_of(renderer_spans, i)
+        key = node_key(prefix[-1] if prefix else None, prompt[i], turn.tools)
+        span, renderer_span = view.span(i), view.renderer_span(i)
         end = span[1] if span else length
         renderer_end = renderer_span[1] if renderer_span else renderer_length
-        if tokens is None:
+        if not has_tokens:
             found = _find_node(trace, key, lambda node: True)[:1]
         elif span is None:
             # Unattributed (a prompt-supplied reply): the stored node's own tokens delimit it,
             # as long as they end before the next attributed message starts.
-            stop = next_start(spans, i, len(prompt_ids))
-            renderer_stop = next_start(renderer_spans, i, len(renderer_ids))
             fits = partial(
-                _fits_between,
-                prompt_ids=prompt_ids,
+                fits_between,
+                prompt_ids=view.prompt_ids,
                 start=length,
-                stop=stop,
-                renderer_ids=renderer_ids,
+                stop=view.next_start(i, len(view.prompt_ids)),
+                renderer_ids=view.renderer_ids,
                 renderer_start=renderer_length,
-                renderer_stop=renderer_stop,
+                renderer_stop=view.next_renderer_start(i, len(view.renderer_ids)),
             )
             found = sorted(
                 _find_node(trace, key, fits),
@@ -637,59 +538,45 @@ def _commit(turn: PendingTurn, response: Response) -> int:
                 renderer_end = renderer_length + len(trace.nodes[found[0]].logical_ids)
         else:
             same = partial(
-                _has_span,
-                ids=prompt_ids[length:end],
-                logical=renderer_ids[renderer_length:renderer_end],
+                has_span,
+                ids=view.prompt_ids[length:end],
+                logical=view.renderer_ids[renderer_length:renderer_end],
             )
             found = _find_node(trace, key, same)[:1]
         if not found:
             break
         prefix.append(found[0])
         length, renderer_length = end, renderer_end
+    return length, renderer_length
 
+
+def _add_prompt_nodes(
+    turn: PendingTurn, view: PromptTokens, prefix: list[int], at: int, renderer_at: int
+) -> tuple[list[int], int, int]:
+    """Append a node for each prompt message after ``prefix``, with its span of the prompt's
+    tokens; the new nodes, and where in the server and renderer tokens they end."""
+    trace = turn.trace
     parent = prefix[-1] if prefix else None
     created: list[int] = []
-    at, renderer_at = length, renderer_length
-    for i in range(len(prefix), len(prompt)):
-        span, renderer_span = span_of(spans, i), span_of(renderer_spans, i)
+    for i in range(len(prefix), len(turn.prompt)):
+        span, renderer_span = view.span(i), view.renderer_span(i)
         end = span[1] if span else at
         renderer_end = renderer_span[1] if renderer_span else renderer_at
-        ids = prompt_ids[at:end]
+        ids = view.prompt_ids[at:end]
         trace.nodes.append(
             MessageNode(
                 parent=parent,
-                message=prompt[i],
+                message=turn.prompt[i],
                 tools=turn.tools if parent is None else [],
                 token_ids=ids,
-                renderer_token_ids=renderer_ids[renderer_at:renderer_end],
+                renderer_token_ids=view.renderer_ids[renderer_at:renderer_end],
                 mask=[False] * len(ids),
-                is_content=list(is_content[at:end]) if is_content and has_content else [],
+                is_content=list(view.is_content[at:end])
+                if view.is_content and view.has_content
+                else [],
             )
         )
         parent = len(trace.nodes) - 1
         created.append(parent)
         at, renderer_at = end, renderer_end
-
-    completion = tokens.completion_ids if tokens is not None else []
-    generation_prompt = prompt_ids[at:]
-    trace.nodes.append(
-        MessageNode(
-            parent=parent,
-            message=response.message,
-            sampled=True,
-            tools=turn.tools if parent is None else [],
-            token_ids=[*generation_prompt, *completion],
-            renderer_token_ids=[*renderer_ids[renderer_at:], *completion],
-            mask=[False] * len(generation_prompt) + [True] * len(completion),
-            is_content=[False] * len(generation_prompt) + [True] * len(completion)
-            if has_content
-            else [],
-            logprobs=list(tokens.completion_logprobs) if tokens is not None else [],
-        )
-    )
-    reply = len(trace.nodes) - 1
-    created.append(reply)
-    _attribute_routing(
-        trace, prefix, created, length, tokens.routed_experts if tokens is not None else None
-    )
-    return reply
+    return created, at, renderer_at
