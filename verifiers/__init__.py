@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from verifiers._lazy import lazy_exports
-from verifiers.classic.aliases import install as _install_classic_paths
+from verifiers.classic.install import install as _install_classic
 
-_install_classic_paths()  # 0.3.x module paths (verifiers.legacy.*, verifiers.envs.experimental.*)
+# the classic room's additions to the core: 0.3.x module paths (verifiers.legacy.*,
+# verifiers.envs.experimental.*), the names 0.3.x's modules imported, Environment's classic methods
+_install_classic()
 
 __version__ = "0.9.0"
 

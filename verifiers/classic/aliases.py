@@ -18,6 +18,8 @@ from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec
 from importlib.util import find_spec
 
+from verifiers.extension_points import forwarder
+
 __all__ = ["LegacyAliasFinder", "install"]
 
 PREFIX = "verifiers.legacy."
@@ -82,12 +84,10 @@ class LegacyAliasFinder(MetaPathFinder, Loader):
         return spec
 
     def create_module(self, spec: ModuleSpec) -> types.ModuleType:
-        from verifiers.classic.unavailable import module_getattr
-
         if spec.loader_state is None:
             namespace = types.ModuleType(spec.name, "0.3.x module path kept for compatibility")
             namespace.__path__ = []
-            namespace.__getattr__ = module_getattr(  # type: ignore[method-assign]
+            namespace.__getattr__ = forwarder(  # type: ignore[method-assign]
                 "verifiers." + spec.name.removeprefix(PREFIX).removeprefix("verifiers.")
             )
             return namespace

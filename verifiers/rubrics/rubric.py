@@ -619,7 +619,7 @@ class Rubric:
                 await result
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
 
 
 def _checked_weight(func: Callable[..., Any], weight: Any) -> float:
@@ -733,6 +733,6 @@ class _WeightsByName(dict[str, float]):
         super().__setitem__(names[index], float(value))
 
 
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)
