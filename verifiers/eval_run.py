@@ -375,7 +375,7 @@ def _git_revision() -> str | None:
 def _versions() -> dict[str, str | None]:
     from importlib import metadata
 
-    import verifiers
+    from verifiers._version import __version__
 
     def ver(name: str) -> str | None:
         try:
@@ -385,7 +385,7 @@ def _versions() -> dict[str, str | None]:
 
     return {
         "python": platform.python_version(),
-        "verifiers": verifiers.__version__,
+        "verifiers": __version__,
         "openai": ver("openai"),
         "datasets": ver("datasets"),
     }

@@ -31,7 +31,8 @@ MOVED: dict[str, str | None] = {
     "envs.integrations": None,
     "envs.experimental.gym_env": "verifiers.envs.gym_env",
     "envs.experimental.mcp_env": "verifiers.envs.mcp_env",
-    "envs.experimental.cli_agent_env": "verifiers.envs.cli_agent_env",
+    "envs.experimental.cli_agent_env": "verifiers.agents.cli_agent_env",
+    "envs.cli_agent_env": "verifiers.agents.cli_agent_env",  # its path here before 0.9
     "envs.experimental.harbor_env": "verifiers.envs.vendor_envs",
     "envs.integrations.reasoninggym_env": "verifiers.envs.reasoning_gym_env",
     "envs.integrations.textarena_env": "verifiers.envs.vendor_envs",

@@ -43,7 +43,6 @@ from verifiers.utils.async_utils import call_maybe_async
 from verifiers.utils.tool_schema import as_openai_tool
 
 if TYPE_CHECKING:
-
     from verifiers.clients.base import Client
     from verifiers.envs.environment import Environment
     from verifiers.evaluation import EvalResult

@@ -53,7 +53,6 @@ class StatefulToolEnv(ToolEnv):
         return dict(result if result is not None else tool_args)
 
 
-
 # names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
 from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 

@@ -50,9 +50,9 @@ def get_package_source_path(package_name: str) -> Path | None:
 
 def get_vf_version() -> str:
     """This verifiers' version."""
-    import verifiers
+    from verifiers._version import __version__
 
-    return verifiers.__version__
+    return __version__
 
 
 def get_vf_commit() -> str | None:
