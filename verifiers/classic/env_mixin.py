@@ -536,7 +536,7 @@ class ClassicEnvironmentMixin(ClassicModelCalls):
 
         if wants_classic_generate(self, client, kwargs):
             return await classic_generate(  # type: ignore[return-value]
-                cast("Environment", self),
+                cast("ClassicEnvironment", self),
                 inputs,
                 client,
                 model,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from verifiers.envs.environment import Environment
+    from verifiers.classic.env_mixin import ClassicEnvironment as Environment
 
 __all__ = ["CLASSIC_ONLY", "OutputsBuilder", "classic_generate", "wants_classic_generate"]
 

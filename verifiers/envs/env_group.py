@@ -263,6 +263,18 @@ class EnvGroup(Environment):
         self._routes[id(state)] = (env, route)
         return state
 
+    async def rollout(
+        self,
+        input: Mapping[str, Any],
+        client: Client | Any,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+    ) -> State:
+        """The member's ``rollout`` (its own override, when it has one)."""
+        env, child, route = self._route_input(input)
+        state = await env.rollout(child, client, model, sampling_args)
+        return self._restore_route(state, route)
+
     def _member(self, state: State) -> Environment:
         entry = self._routes.get(id(state))
         if entry is None:
