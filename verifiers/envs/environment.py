@@ -24,11 +24,9 @@ constructor keywords, an ``is_completed`` override, the list form of ``run_group
 :class:`verifiers.classic.env_mixin.ClassicEnvironmentMixin`, which ``import verifiers``
 registers (:mod:`verifiers.extension_points`) as a base of :class:`Environment`, between it
 and :class:`EnvironmentCore`: the methods below marked "hook for the rooms above" are what it
-overrides. ``evaluate`` (async) and ``evaluate_sync`` (blocking) follow one rule: a coroutine
-has the plain name, a blocking facade adds ``_sync`` and refuses to run inside a running
-event loop. Hooks the loop awaits (``setup_state``, ``env_response``, ``oracle_response``)
-must be ``async def``; ``@vf.stop``, ``@vf.cleanup``, ``@vf.teardown`` methods and reward
-functions may be either.
+overrides. Hooks the loop awaits (``setup_state``, ``env_response``, ``oracle_response``)
+must be ``async def``; ``@vf.stop``, ``@vf.cleanup`` and ``@vf.teardown`` methods may be
+either.
 """
 
 from __future__ import annotations
