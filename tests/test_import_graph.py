@@ -1,9 +1,17 @@
-"""The core of the SDK does not import the evaluation driver, and its modules import each other
-without cycles.
+"""The rooms of the package import each other in one direction (docs/architecture.md).
 
-``Environment`` carries the classic ``evaluate``/``generate`` methods (from
-:mod:`verifiers.classic.env_mixin`); they import the driver when called, so that the driver
-(which imports ``Environment``) is never imported by it.
+The import graph is built statically from the source (``ast``): every ``import`` statement,
+at module level and inside functions alike; only those under ``if TYPE_CHECKING:`` are left
+out (they never run). Checked:
+
+- the core (``verifiers.envs``, ``rubrics``, ``parsers``, ``clients``, ``types``,
+  ``messages``) imports no higher room: not the classic room, the evaluation driver, v1, the
+  env servers, the agents, the trainer, the web UI or the hub client;
+- no import circle among the core and driver modules, in the classic room (with
+  ``verifiers.errors`` and ``verifiers.utils``), or in ``cli/``.
+
+The classic methods of ``Environment`` reach it through :mod:`verifiers.extension_points`:
+``import verifiers`` registers them, the core never imports them.
 """
 
 from __future__ import annotations
@@ -19,50 +27,44 @@ import pytest
 import verifiers
 
 ROOT = Path(verifiers.__file__).parent
+REPO = ROOT.parent
 
 DRIVER = ["verifiers.evaluation", "verifiers.eval_run", "verifiers.eval_plan"]
 
-CORE = [
-    "verifiers.envs.environment",
-    "verifiers.envs.singleturn_env",
-    "verifiers.envs.multiturn_env",
-    "verifiers.envs.tool_env",
-    "verifiers.envs.env_group",
+#: the core: it may import only itself and the shared lower layers (errors, decorators,
+#: utils, sandbox, extension_points, ...)
+CORE_ROOMS = [
+    "verifiers.envs",
     "verifiers.rubrics",
     "verifiers.parsers",
-    "verifiers.classic.env_mixin",
-    "verifiers.classic.extras",
+    "verifiers.clients",
     "verifiers.types",
+    "verifiers.messages",
 ]
 
-# packages whose modules form the SDK's core (verifiers/*.py at the top level too)
-CORE_PACKAGES = ["classic", "clients", "envs", "legacy", "parsers", "rubrics", "utils"]
+#: the rooms above the core
+HIGHER_ROOMS = [
+    "verifiers.classic",
+    *DRIVER,
+    "verifiers.v1",
+    "verifiers.serve",
+    "verifiers.agents",
+    "verifiers.train",
+    "verifiers.web",
+    "verifiers.hub",
+]
+
+#: the modules among which no import circle is allowed
+ACYCLIC = [*CORE_ROOMS, *DRIVER, "verifiers.loading"]
+
+#: core modules that still import the classic pydantic models (``verifiers.classic.models``)
+#: and ``verifiers.classic.types``: the clients <-> types <-> classic.models circle is being
+#: taken apart separately (issue 35); remove an entry when its module is clean
+CLASSIC_MODELS_PENDING = {"verifiers.clients", "verifiers.clients.client", "verifiers.types"}
 
 
-@pytest.mark.parametrize("module", CORE)
-def test_core_module_does_not_import_the_evaluation_driver(module: str) -> None:
-    code = (
-        f"import sys, json; import {module}; "
-        f"print(json.dumps([m for m in {DRIVER!r} if m in sys.modules]))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == [], f"{module} imports the evaluation driver at import time"
-
-
-def test_the_classic_evaluate_method_still_reaches_the_driver() -> None:
-    code = (
-        "import sys, json; import verifiers.envs.singleturn_env as m; "
-        "env = m.SingleTurnEnv(dataset=[{'question': 'q', 'answer': 'a'}]); "
-        "before = 'verifiers.evaluation' in sys.modules; "
-        "result = env.evaluate_sync(None, 'oracle'); "
-        "print(json.dumps([before, 'verifiers.evaluation' in sys.modules, len(result['outputs'])]))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, 1]
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+def _module_name(path: Path, base: Path) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -74,54 +76,53 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _import_time_imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
-    """Modules imported when ``module`` is executed: statements at module level and in class
-    bodies, not inside functions, not under ``if TYPE_CHECKING:``."""
-    found: set[str] = set()
+class _Imports(ast.NodeVisitor):
+    """Every module an ``import`` statement names, wherever it stands (functions, classes,
+    ``try``), except under ``if TYPE_CHECKING:``."""
 
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = module.split(".") if is_package else module.split(".")[:-1]
-                    base = base[: len(base) - node.level + 1]
-                    target = ".".join([*base, node.module] if node.module else base)
-                else:
-                    target = node.module or ""
-                found.add(target)
-                found.update(f"{target}.{alias.name}" for alias in node.names)
-            elif isinstance(node, ast.If):
-                if not _is_type_checking(node.test):
-                    visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, (ast.Try, ast.With, ast.ClassDef)):
-                visit(node.body)
-                if isinstance(node, ast.Try):
-                    for handler in node.handlers:
-                        visit(handler.body)
-                    visit(node.orelse)
-                    visit(node.finalbody)
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module = module
+        self.is_package = is_package
+        self.found: set[str] = set()
 
-    visit(tree.body)
-    return found
+    def visit_If(self, node: ast.If) -> None:
+        if not _is_type_checking(node.test):
+            for child in node.body:
+                self.visit(child)
+        for child in node.orelse:
+            self.visit(child)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.found.update(alias.name for alias in node.names)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            parts = self.module.split(".")
+            base = parts if self.is_package else parts[:-1]
+            base = base[: len(base) - node.level + 1]
+            target = ".".join([*base, node.module] if node.module else base)
+        else:
+            target = node.module or ""
+        self.found.add(target)
+        self.found.update(f"{target}.{alias.name}" for alias in node.names)
 
 
-def _core_graph() -> dict[str, set[str]]:
-    files = [p for p in ROOT.glob("*.py")]
-    for package in CORE_PACKAGES:
-        files += (ROOT / package).rglob("*.py")
-    modules = {_module_name(p): p for p in files}
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """module -> the modules of ``package`` it imports (statically, see the module doc)."""
+    modules = {_module_name(p, package.parent): p for p in package.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        imports = _import_time_imports(tree, name, path.name == "__init__.py")
-        graph[name] = {m for m in imports if m in modules and m != name}
+        visitor = _Imports(name, path.name == "__init__.py")
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8")))
+        graph[name] = {m for m in visitor.found if m in modules and m != name}
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def _in(module: str, rooms: list[str]) -> bool:
+    return any(module == room or module.startswith(room + ".") for room in rooms)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -133,7 +134,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for succ in sorted(graph[node]):
+        for succ in sorted(graph.get(node, ())):
+            if succ not in graph:
+                continue
             if succ not in index:
                 strongconnect(succ)
                 low[node] = min(low[node], low[succ])
@@ -156,18 +159,150 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return components
 
 
-def test_the_graph_sees_the_imports_of_environment() -> None:
-    graph = _core_graph()
-    assert "verifiers.classic.env_mixin" in graph["verifiers.envs.environment"]
-    assert "verifiers.envs.environment" in graph["verifiers.envs.multiturn_env"]
-    # the driver imports Environment only for its annotations
-    assert "verifiers.envs.environment" not in graph["verifiers.evaluation"]
+def _subgraph(graph: dict[str, set[str]], rooms: list[str]) -> dict[str, set[str]]:
+    return {m: {s for s in succ if _in(s, rooms)} for m, succ in graph.items() if _in(m, rooms)}
 
 
-def test_core_modules_import_each_other_without_cycles() -> None:
-    assert _cycles(_core_graph()) == []
+GRAPH = import_graph(ROOT)
+CORE_MODULES = sorted(m for m in GRAPH if _in(m, CORE_ROOMS))
+
+
+def _higher_imports(module: str) -> list[str]:
+    return sorted(m for m in GRAPH[module] if _in(m, HIGHER_ROOMS))
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param(
+            m,
+            marks=pytest.mark.xfail(
+                reason="imports verifiers.classic.models/types (the clients-types circle)",
+                strict=False,
+            ),
+        )
+        if m in CLASSIC_MODELS_PENDING
+        else m
+        for m in CORE_MODULES
+    ],
+)
+def test_a_core_module_imports_no_higher_room(module: str) -> None:
+    assert _higher_imports(module) == [], f"{module} imports a room above the core"
+
+
+def test_core_and_driver_modules_import_each_other_without_cycles() -> None:
+    found = cycles(_subgraph(GRAPH, ACYCLIC))
+    # the clients <-> types circle (through verifiers.classic.models) is being taken apart
+    # separately (see CLASSIC_MODELS_PENDING); any other circle fails here
+    found = [c for c in found if not set(c) <= {"verifiers.types"} | set(_clients_circle())]
+    assert found == []
+
+
+def _clients_circle() -> list[str]:
+    return [m for m in GRAPH if m.startswith("verifiers.clients")]
+
+
+def test_the_classic_room_imports_itself_without_cycles() -> None:
+    rooms = [
+        "verifiers.classic",
+        "verifiers.errors",
+        "verifiers.utils",
+        "verifiers.extension_points",
+    ]
+    found = [
+        c for c in cycles(_subgraph(GRAPH, rooms)) if not set(c) & {"verifiers.classic.models"}
+    ]
+    assert found == []
+
+
+def test_the_cli_modules_import_each_other_without_cycles() -> None:
+    found = cycles(import_graph(REPO / "cli"))
+    if found == [["cli.eval_cmd", "cli.eval_v1"]]:
+        # being fixed by another change of issue 35
+        pytest.xfail("cli.eval_cmd <-> cli.eval_v1")
+    assert found == []
+
+
+def test_the_graph_sees_imports_inside_functions_and_skips_type_checking() -> None:
+    # verifiers.envs.environment imports the parsers inside __init__ ...
+    assert "verifiers.parsers.parser" in GRAPH["verifiers.envs.environment"]
+    # ... and the clients only under TYPE_CHECKING at module level, in functions otherwise
+    assert "verifiers.clients.base" in GRAPH["verifiers.envs.environment"]
+    assert "verifiers.envs.environment" in GRAPH["verifiers.envs.multiturn_env"]
+    # the driver names Environment only for its annotations
+    assert "verifiers.envs.environment" not in GRAPH["verifiers.evaluation"]
+    # the classic room imports the core (the other direction)
+    assert "verifiers.envs.environment" in GRAPH["verifiers.classic.env_mixin"]
+
+
+def test_the_higher_room_check_finds_an_upward_import(tmp_path: Path) -> None:
+    package = tmp_path / "verifiers"
+    (package / "envs").mkdir(parents=True)
+    (package / "classic").mkdir()
+    for init in (package, package / "envs", package / "classic"):
+        (init / "__init__.py").write_text("")
+    (package / "classic" / "mixin.py").write_text("X = 1\n")
+    (package / "envs" / "env.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from verifiers.classic import mixin\n"
+        "def f():\n    from ..classic.mixin import X\n    return X\n"
+    )
+    graph = import_graph(package)
+    assert graph["verifiers.envs.env"] == {"verifiers.classic.mixin"}
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert _cycles(graph) == [["a", "b", "c"]]
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "verifiers.envs.environment",
+        "verifiers.envs.singleturn_env",
+        "verifiers.envs.multiturn_env",
+        "verifiers.envs.tool_env",
+        "verifiers.envs.env_group",
+        "verifiers.rubrics",
+        "verifiers.parsers",
+        "verifiers.classic.env_mixin",
+        "verifiers.classic.extras",
+        "verifiers.types",
+    ],
+)
+def test_importing_a_core_module_does_not_import_the_evaluation_driver(module: str) -> None:
+    code = (
+        f"import sys, json; import {module}; "
+        f"print(json.dumps([m for m in {DRIVER!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [], f"{module} imports the evaluation driver at import time"
+
+
+def test_the_classic_evaluate_method_still_reaches_the_driver() -> None:
+    code = (
+        "import sys, json; import verifiers.envs.singleturn_env as m; "
+        "env = m.SingleTurnEnv(dataset=[{'question': 'q', 'answer': 'a'}]); "
+        "before = 'verifiers.evaluation' in sys.modules; "
+        "result = env.evaluate_sync(None, 'oracle'); "
+        "print(json.dumps([before, 'verifiers.evaluation' in sys.modules, len(result['outputs'])]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, True, 1]
+
+
+def test_the_classic_methods_are_a_registered_base_of_every_environment() -> None:
+    from verifiers.classic.env_mixin import ClassicEnvironmentMixin
+    from verifiers.envs.environment import Environment, EnvironmentCore
+
+    mro = Environment.__mro__
+    assert mro.index(ClassicEnvironmentMixin) < mro.index(EnvironmentCore)
+
+    class UserEnv(verifiers.MultiTurnEnv):
+        async def env_response(self, messages: object, state: object, **kwargs: object) -> list:
+            return []
+
+    env = UserEnv(dataset=[{"question": "q", "answer": "a"}])
+    assert isinstance(env, verifiers.Environment) and isinstance(env, EnvironmentCore)
+    assert UserEnv.evaluate is ClassicEnvironmentMixin.evaluate

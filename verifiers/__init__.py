@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from verifiers._lazy import lazy_exports
-from verifiers.classic.aliases import install as _install_classic_paths
+from verifiers._version import __version__ as __version__
+from verifiers.classic.install import install as _install_classic
 
-_install_classic_paths()  # 0.3.x module paths (verifiers.legacy.*, verifiers.envs.experimental.*)
-
-__version__ = "0.9.0"
+# the classic room's additions to the core: 0.3.x module paths (verifiers.legacy.*,
+# verifiers.envs.experimental.*), the names 0.3.x's modules imported, Environment's classic methods
+_install_classic()
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -33,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "ReasoningGymEnv": "verifiers.envs.reasoning_gym_env",
     "TextArenaEnv": "verifiers.envs.vendor_envs",
     "BrowserEnv": "verifiers.envs.vendor_envs",
-    "CliAgentEnv": "verifiers.envs.cli_agent_env",
+    "CliAgentEnv": "verifiers.agents.cli_agent_env",
     "HarborEnv": "verifiers.envs.vendor_envs",
     "OpenEnvEnv": "verifiers.envs.vendor_envs",
     # decorators
@@ -168,6 +169,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers import sandbox as sandbox
     from verifiers import testing as testing
     from verifiers import train as train
+    from verifiers.agents.cli_agent_env import CliAgentEnv as CliAgentEnv
     from verifiers.classic.clients import (
         AnthropicMessagesClient as AnthropicMessagesClient,
     )
@@ -198,7 +200,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from verifiers.decorators import stop as stop
     from verifiers.decorators import teardown as teardown
     from verifiers.decorators import update as update
-    from verifiers.envs.cli_agent_env import CliAgentEnv as CliAgentEnv
     from verifiers.envs.code_test_env import CodeTestEnv as CodeTestEnv
     from verifiers.envs.env_group import EnvGroup as EnvGroup
     from verifiers.envs.environment import Environment as Environment

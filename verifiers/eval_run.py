@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from verifiers.clients.base import Client
+from verifiers.errors import InfraError, InvalidModelResponseError
 from verifiers.eval_plan import Clients, Job, RunPlan
 from verifiers.results import ResultsWriter, state_to_record, summarize
 from verifiers.types import SamplingArgs, State
@@ -111,14 +112,15 @@ def retryable(state: State) -> bool:
     error = state.get("error")
     if not isinstance(error, Mapping):
         return False
-    import verifiers.classic.extras as extras
-    import verifiers.errors as errors
-
     name = str(error.get("type") or "")
-    cls = getattr(errors, name, None) or getattr(extras, name, None)
-    return isinstance(cls, type) and issubclass(
-        cls, (errors.InfraError, errors.InvalidModelResponseError)
-    )
+    return any(_has_subclass_named(base, name) for base in (InfraError, InvalidModelResponseError))
+
+
+def _has_subclass_named(base: type, name: str) -> bool:
+    """Whether ``base`` or a class derived from it (those defined so far: an error recorded
+    by name was raised, so its class is loaded) is called ``name``."""
+    subclasses: list[type] = base.__subclasses__()
+    return base.__name__ == name or any(_has_subclass_named(c, name) for c in subclasses)
 
 
 async def run_plan(
@@ -375,7 +377,7 @@ def _git_revision() -> str | None:
 def _versions() -> dict[str, str | None]:
     from importlib import metadata
 
-    import verifiers
+    from verifiers._version import __version__
 
     def ver(name: str) -> str | None:
         try:
@@ -385,7 +387,7 @@ def _versions() -> dict[str, str | None]:
 
     return {
         "python": platform.python_version(),
-        "verifiers": verifiers.__version__,
+        "verifiers": __version__,
         "openai": ver("openai"),
         "datasets": ver("datasets"),
     }

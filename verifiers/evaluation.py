@@ -34,6 +34,7 @@ from verifiers.errors import ConfigError
 from verifiers.eval_plan import (
     DEFAULT_NUM_EXAMPLES,
     DEFAULT_ROLLOUTS_PER_EXAMPLE,
+    Clients,
     EvalSettings,
     RunPlan,
     plan_run,
@@ -202,34 +203,15 @@ async def evaluate_async(
             ``~/.cache/verifiers/responses``).
         max_retries: 0.3.x's name for ``retry_on_error`` (the larger of the two applies).
     """
-    from verifiers.adaptive import parse_concurrency
-
-    fixed, upper = parse_concurrency(max_concurrent)
-    if upper is not None and executor is not None:
-        raise ConfigError("max_concurrent='auto' works for rollouts run in this process")
-    max_concurrent = fixed if upper is None else upper
-    env = validated_env(env, env_args, max_concurrent)
+    controls = _run_controls(
+        max_concurrent, executor, keep_states, cache, cache_dir, retry_on_error, max_retries
+    )
+    env = validated_env(env, env_args, controls.max_concurrent)
     settings = resolve_settings(
         env, num_examples, rollouts_per_example, sampling_args, inputs_given=inputs is not None
     )
-    if executor is not None and keep_states:
-        raise ConfigError(
-            "keep_states needs the rollouts to run in this process; drop the executor "
-            "or read the records instead"
-        )
-    response_cache = _response_cache(cache, cache_dir)
-    if response_cache is not None and executor is not None:
-        raise ConfigError(
-            "the response cache works for rollouts run in this process; drop the executor "
-            "or the cache"
-        )
-    if not isinstance(retry_on_error, int) or retry_on_error < 0:
-        raise ConfigError(f"retry_on_error must be 0 or more, not {retry_on_error!r}")
-    retry_on_error = max(retry_on_error, int(max_retries or 0))
-    if retry_on_error and executor is not None:
-        raise ConfigError("retry_on_error works for rollouts run in this process, not an executor")
     clients = resolve_clients(client, model, endpoint)
-    clients.cache = response_cache
+    clients.cache = controls.response_cache
     try:
         plan = plan_run(
             env,
@@ -248,47 +230,116 @@ async def evaluate_async(
             "keep_states": keep_states,
             "on_progress": on_progress,
         }
-        run = start_run(env, plan, model, clients.endpoint, max_concurrent, recording)
+        run = start_run(env, plan, model, clients.endpoint, controls.max_concurrent, recording)
         if on_start is not None:
             on_start(plan.run_dir.path if plan.run_dir is not None else None)
         if on_total is not None:
             on_total(len(plan.kept), plan.total)
-        status = "interrupted"
-        try:
-            if retry_on_error:
-                run.metadata["retry_on_error"] = retry_on_error
-            adaptive = None
-            if upper is not None:
-                from verifiers.adaptive import AdaptiveLimit
-
-                adaptive = AdaptiveLimit(
-                    upper, lambda: sum(clients.failure_stats().values()), on_change=on_concurrency
-                )
-                if on_concurrency is not None:
-                    on_concurrency(adaptive.limit)
-                run.metadata["max_concurrent"] = "auto"
-                run.adaptive = adaptive
-            await run_plan(
-                env,
-                plan,
-                clients,
-                model,
-                max_concurrent,
-                run.recorder,
-                executor,
-                retry_on_error,
-                adaptive,
-            )
-            status = "completed"
-        finally:
-            if executor is not None:
-                run.metadata["executor"] = executor.summary()
-            if response_cache is not None:
-                run.metadata["cache"] = response_cache.stats()
-            finish_run(env, plan, run, clients, status)
+        await _execute(env, plan, run, clients, model, controls, on_concurrency)
     finally:
         await clients.close()
     return _result(plan, run)
+
+
+@dataclass(slots=True)
+class RunControls:
+    """How a run's rollouts execute: the concurrency (a fixed limit, or the upper bound of an
+    adaptive one), where they run, the response cache and the retries of errored rollouts."""
+
+    max_concurrent: int
+    adaptive_upper: int | None = None
+    executor: Executor | None = None
+    response_cache: ResponseCache | None = None
+    retry_on_error: int = 0
+
+
+def _run_controls(
+    max_concurrent: int | str,
+    executor: Executor | None,
+    keep_states: bool,
+    cache: bool | str | float | ResponseCache | None,
+    cache_dir: str | Path | None,
+    retry_on_error: int,
+    max_retries: int,
+) -> RunControls:
+    """The run's controls, refusing the combinations that cannot work (what needs the
+    rollouts in this process, with an executor)."""
+    from verifiers.adaptive import parse_concurrency
+
+    fixed, upper = parse_concurrency(max_concurrent)
+    if upper is not None and executor is not None:
+        raise ConfigError("max_concurrent='auto' works for rollouts run in this process")
+    if executor is not None and keep_states:
+        raise ConfigError(
+            "keep_states needs the rollouts to run in this process; drop the executor "
+            "or read the records instead"
+        )
+    response_cache = _response_cache(cache, cache_dir)
+    if response_cache is not None and executor is not None:
+        raise ConfigError(
+            "the response cache works for rollouts run in this process; drop the executor "
+            "or the cache"
+        )
+    if not isinstance(retry_on_error, int) or retry_on_error < 0:
+        raise ConfigError(f"retry_on_error must be 0 or more, not {retry_on_error!r}")
+    retry_on_error = max(retry_on_error, int(max_retries or 0))
+    if retry_on_error and executor is not None:
+        raise ConfigError("retry_on_error works for rollouts run in this process, not an executor")
+    return RunControls(
+        max_concurrent=fixed if upper is None else upper,
+        adaptive_upper=upper,
+        executor=executor,
+        response_cache=response_cache,
+        retry_on_error=retry_on_error,
+    )
+
+
+async def _execute(
+    env: Environment,
+    plan: RunPlan,
+    run: Run,
+    clients: Clients,
+    model: str,
+    controls: RunControls,
+    on_concurrency: Callable[[int], None] | None,
+) -> None:
+    """Run the plan's rollouts; the run is finished (final metadata, files and lock closed)
+    whatever happens, ``completed`` or ``interrupted``."""
+    status = "interrupted"
+    try:
+        if controls.retry_on_error:
+            run.metadata["retry_on_error"] = controls.retry_on_error
+        adaptive = None
+        if controls.adaptive_upper is not None:
+            from verifiers.adaptive import AdaptiveLimit
+
+            adaptive = AdaptiveLimit(
+                controls.adaptive_upper,
+                lambda: sum(clients.failure_stats().values()),
+                on_change=on_concurrency,
+            )
+            if on_concurrency is not None:
+                on_concurrency(adaptive.limit)
+            run.metadata["max_concurrent"] = "auto"
+            run.adaptive = adaptive
+        await run_plan(
+            env,
+            plan,
+            clients,
+            model,
+            controls.max_concurrent,
+            run.recorder,
+            controls.executor,
+            controls.retry_on_error,
+            adaptive,
+        )
+        status = "completed"
+    finally:
+        if controls.executor is not None:
+            run.metadata["executor"] = controls.executor.summary()
+        if controls.response_cache is not None:
+            run.metadata["cache"] = controls.response_cache.stats()
+        finish_run(env, plan, run, clients, status)
 
 
 def _response_cache(

@@ -22,11 +22,14 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from verifiers.errors import ConfigError, EnvironmentNotFoundError
 
 if TYPE_CHECKING:
+    # what a loaded environment is at run time: Environment with the classic methods
+    # (verifiers.extension_points); for annotations only
+    from verifiers.classic.env_mixin import ClassicEnvironment
     from verifiers.envs.environment import Environment
 
 __all__ = [
@@ -182,7 +185,7 @@ def _suggest(name: str) -> list[str]:
     return difflib.get_close_matches(name, names, n=3, cutoff=0.5)
 
 
-def load_environment(env_id: str, **env_args: Any) -> Environment:
+def load_environment(env_id: str, **env_args: Any) -> ClassicEnvironment:
     """Load an installed environment and build it with ``env_args``.
 
     Raises :class:`EnvironmentNotFoundError` (with close matches and the install command) for
@@ -211,7 +214,7 @@ def load_environment(env_id: str, **env_args: Any) -> Environment:
     env.env_distribution = dist_name
     env.env_wheel_sha256 = _wheel_sha256(dist_name)
     env.env_eval_defaults = _read_eval_defaults(loader, dist_name)
-    return env
+    return cast("ClassicEnvironment", env)
 
 
 def _wheel_sha256(dist_name: str | None) -> str | None:
@@ -323,7 +326,7 @@ def _first_leaf(value: Any) -> str:
     return str(value)
 
 
-def load_environment_from_directory(path: str | Path, **env_args: Any) -> Environment:
+def load_environment_from_directory(path: str | Path, **env_args: Any) -> ClassicEnvironment:
     """Build the environment of a package directory that is not installed, through the entry
     point its ``pyproject.toml`` declares (``vf-eval DIR``, ``vf env validate DIR``)."""
     import tomllib
@@ -343,7 +346,7 @@ def load_environment_from_directory(path: str | Path, **env_args: Any) -> Enviro
     if not declared:
         v1 = _v1_directory_env(directory, meta, root, env_args)
         if v1 is not None:
-            return v1
+            return cast("ClassicEnvironment", v1)
     name, value = declared_entry_point(meta, pyproject)
     module_name, _, attr = value.partition(":")
     if root not in sys.path:
@@ -365,7 +368,7 @@ def load_environment_from_directory(path: str | Path, **env_args: Any) -> Enviro
     env.env_args = dict(env_args)
     env.env_version = str(meta.get("project", {}).get("version") or "") or None
     env.env_eval_defaults = _eval_section(pyproject.read_text("utf-8"))
-    return env
+    return cast("ClassicEnvironment", env)
 
 
 def eval_defaults(env_id: str) -> dict[str, Any]:
@@ -430,7 +433,7 @@ def _eval_section(text: str) -> dict[str, Any]:
     return dict(section) if isinstance(section, dict) else {}
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

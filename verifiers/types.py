@@ -225,6 +225,6 @@ def state_usage(state: Mapping[str, Any]) -> Usage:
 
 
 # then the names 0.3.x's types module imports (pydantic, openai, typing helpers), on first use
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__, _types_getattr)

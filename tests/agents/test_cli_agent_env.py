@@ -185,7 +185,7 @@ async def test_environment_vars_reach_the_agent_and_cannot_redirect_it(
 def test_classic_hosted_options_are_accepted_and_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="verifiers.envs.cli_agent_env"):
+    with caplog.at_level(logging.DEBUG, logger="verifiers.agents.cli_agent_env"):
         env = vf.CliAgentEnv(
             run_command="true",
             dataset=rows(),

@@ -5,14 +5,19 @@ Nothing here is needed by the rollout loop, the rubrics or the evaluation driver
 modules of the SDK re-export what environment code imports from them, so a reader of 0.3.x code
 finds each name at its 0.3.x path and its implementation here:
 
+- :mod:`verifiers.classic.install`: what ``import verifiers`` registers with
+  :mod:`verifiers.extension_points` (the core imports nothing from this package): the module
+  paths below, the name resolver of :mod:`~verifiers.classic.forward`, and the mixin below as a
+  base of ``Environment``.
 - :mod:`verifiers.classic.env_mixin`: :class:`ClassicEnvironmentMixin`, the classic call
   shapes of :class:`~verifiers.Environment` (``evaluate`` / ``generate`` and their ``_sync``
   forms, classic constructor keywords, ``is_completed`` overrides, ``run_group``, the old
-  ``env_response`` return shapes). It imports the evaluation driver only inside the methods
-  that need it, so ``verifiers.envs.environment`` does not import ``verifiers.evaluation``.
+  ``env_response`` return shapes), with :mod:`~verifiers.classic.model_calls`
+  (``get_model_response``, classic clients, ``tool_defs`` records). It imports the
+  evaluation driver only inside the methods that need it.
 - :mod:`verifiers.classic.extras`: module-level names of 0.3.x's environment modules
   (``SandboxState``, ``PythonWorkerState``, ``StopCondition``, ``filter_signature``, ...),
-  re-exported by ``verifiers.envs.*``.
+  served by ``verifiers.envs.*`` on first use.
 - :mod:`verifiers.classic.types`: the type names of 0.3.x's ``verifiers.types``
   (``TypedDict`` records, aliases), re-exported by :mod:`verifiers.types`.
 - :mod:`verifiers.classic.models`: the pydantic models of 0.3.x's ``verifiers.types``

@@ -18,6 +18,8 @@ from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec
 from importlib.util import find_spec
 
+from verifiers.extension_points import forwarder
+
 __all__ = ["LegacyAliasFinder", "install"]
 
 PREFIX = "verifiers.legacy."
@@ -29,7 +31,8 @@ MOVED: dict[str, str | None] = {
     "envs.integrations": None,
     "envs.experimental.gym_env": "verifiers.envs.gym_env",
     "envs.experimental.mcp_env": "verifiers.envs.mcp_env",
-    "envs.experimental.cli_agent_env": "verifiers.envs.cli_agent_env",
+    "envs.experimental.cli_agent_env": "verifiers.agents.cli_agent_env",
+    "envs.cli_agent_env": "verifiers.agents.cli_agent_env",  # its path here before 0.9
     "envs.experimental.harbor_env": "verifiers.envs.vendor_envs",
     "envs.integrations.reasoninggym_env": "verifiers.envs.reasoning_gym_env",
     "envs.integrations.textarena_env": "verifiers.envs.vendor_envs",
@@ -82,12 +85,10 @@ class LegacyAliasFinder(MetaPathFinder, Loader):
         return spec
 
     def create_module(self, spec: ModuleSpec) -> types.ModuleType:
-        from verifiers.classic.unavailable import module_getattr
-
         if spec.loader_state is None:
             namespace = types.ModuleType(spec.name, "0.3.x module path kept for compatibility")
             namespace.__path__ = []
-            namespace.__getattr__ = module_getattr(  # type: ignore[method-assign]
+            namespace.__getattr__ = forwarder(  # type: ignore[method-assign]
                 "verifiers." + spec.name.removeprefix(PREFIX).removeprefix("verifiers.")
             )
             return namespace

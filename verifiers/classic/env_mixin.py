@@ -1,7 +1,12 @@
 """The classic ``verifiers`` (0.3.x) call shapes of :class:`~verifiers.Environment`.
 
 Everything an environment written against the classic API calls or overrides, and which the
-rollout loop itself does not need, lives here, in :class:`ClassicEnvironmentMixin`:
+rollout loop itself does not need, lives here, in :class:`ClassicEnvironmentMixin`. ``import
+verifiers`` registers it (:mod:`verifiers.classic.install`) as a base of
+:class:`verifiers.envs.environment.Environment`, between it and ``EnvironmentCore``; it
+overrides the core's hooks (``_init_extra``, ``init_state``, ``_should_stop``,
+``_env_messages``, ``_model_turn``, ``_send``, ``_rollout_tools``, ``run_rollout``,
+``run_group``) and reaches the core through ``super()``:
 
 - the evaluation wrappers ``evaluate`` / ``generate`` (async) and ``evaluate_sync`` /
   ``generate_sync`` (blocking), which hand over to :func:`verifiers.evaluate_async`;
@@ -13,7 +18,11 @@ rollout loop itself does not need, lives here, in :class:`ClassicEnvironmentMixi
 - the shapes an ``env_response`` may return (new messages, ``(messages, state)``, one message,
   text, ``None``);
 - per-rollout tools: ``state["tool_defs"]`` set by the environment (say in ``setup_state``), or
-  the row's ``info["tool_defs"]``, replaces the environment's tools for that rollout.
+  the row's ``info["tool_defs"]``, replaces the environment's tools for that rollout;
+- ``get_model_response`` (a ``vf.Response``; an override is what the loop calls), classic
+  clients (``verifiers.clients.Client``: ``vf.Tool`` records, the state passed along),
+  ``tool_defs`` as ``vf.Tool`` records, ``get_state_usage``, ``provides_advantages``,
+  ``requires_group_rollouts``, ``_get_eval_inputs``.
 
 The evaluation driver is imported only when one of the wrappers is called.
 """
@@ -25,20 +34,20 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from verifiers.classic.model_calls import ClassicModelCalls
 from verifiers.classic.types import RolloutOutput
 from verifiers.errors import ConfigError
 from verifiers.messages import as_message
 from verifiers.types import Messages, SamplingArgs, State
 from verifiers.utils.async_utils import call_maybe_async
+from verifiers.utils.tool_schema import as_openai_tool
 
 if TYPE_CHECKING:
-    import asyncio
-
     from verifiers.clients.base import Client
     from verifiers.envs.environment import Environment
     from verifiers.evaluation import EvalResult
 
-__all__ = ["ClassicEnvironmentMixin", "unpack_env_response"]
+__all__ = ["ClassicEnvironment", "ClassicEnvironmentMixin", "unpack_env_response"]
 
 
 ClassicIsCompleted = tuple[Callable[..., Any], bool]
@@ -59,38 +68,22 @@ def _client_config(client: Any) -> Any:
     )
 
 
-class ClassicEnvironmentMixin:
-    """The classic call shapes, mixed into :class:`~verifiers.Environment`."""
+class ClassicEnvironmentMixin(ClassicModelCalls):
+    """The classic call shapes, a base of :class:`~verifiers.Environment`."""
 
-    if TYPE_CHECKING:  # provided by Environment
-
-        async def init_state(
-            self,
-            input: Mapping[str, Any],
-            client: Client,
-            model: str,
-            sampling_args: SamplingArgs | None = None,
-            *,
-            rollout_index: int = 0,
-        ) -> State: ...
-
-        score_rollouts: bool
-        max_seq_len: int | None
-
-        async def _run_states(
-            self,
-            states: list[State],
-            *,
-            score: bool,
-            semaphore: asyncio.Semaphore | None,
-            group: bool = True,
-        ) -> None: ...
-
-        async def is_completed(self, state: State, **kwargs: Any) -> bool: ...
-
-        oai_tools: list[dict[str, Any]]
+    _classic_is_completed: ClassicIsCompleted | None = None
 
     # ------------------------------------------------------------------ constructor keywords
+
+    def _init_extra(self, kwargs: dict[str, Any]) -> None:
+        if "oai_tools" in kwargs:
+            raise ConfigError(
+                "`oai_tools` is no longer supported (as in verifiers 0.3.1): pass the tools as "
+                "tool_defs=[{'name': ..., 'description': ..., 'parameters': {...}}] (vf.Tool "
+                "records or OpenAI function schemas)"
+            )
+        self._classic_is_completed = self._find_classic_is_completed()
+        self._store_extra_kwargs(kwargs)
 
     def _store_extra_kwargs(self, kwargs: Mapping[str, Any]) -> None:
         """Keep constructor keywords the class does not take as attributes, as the classic API
@@ -117,13 +110,28 @@ class ClassicEnvironmentMixin:
 
     # ------------------------------------------------------------------ is_completed
 
-    def _find_classic_is_completed(self, base: type) -> ClassicIsCompleted | None:
-        """A subclass's ``is_completed`` override (of ``base``'s) and whether it takes
-        ``messages`` first."""
-        if getattr(type(self), "is_completed", None) is getattr(base, "is_completed", None):
+    def _find_classic_is_completed(self) -> ClassicIsCompleted | None:
+        """A subclass's ``is_completed`` override and whether it takes ``messages`` first."""
+        from verifiers.envs.environment import EnvironmentCore
+
+        if type(self).is_completed is EnvironmentCore.is_completed:
             return None
         method: Callable[..., Any] = self.is_completed
         return method, "messages" in inspect.signature(method).parameters
+
+    async def _should_stop(self, state: State, messages: Messages | str) -> bool:
+        """The ``@vf.stop`` conditions, then a subclass's ``is_completed`` override."""
+        if await super()._should_stop(state, messages):
+            return True
+        found = self._classic_is_completed
+        return found is not None and await self._classic_is_completed_hit(found, state, messages)
+
+    def _checks_stop_after_env(self, state: State) -> bool:
+        # an is_completed override (the older API) is also asked right after the environment
+        return super()._checks_stop_after_env(state) or self._classic_is_completed is not None
+
+    def _env_messages(self, reply: Any, state: State) -> Messages | str:
+        return cast("Messages | str", unpack_env_response(reply, state))
 
     async def _classic_is_completed_hit(
         self, found: ClassicIsCompleted, state: State, messages: Messages | str
@@ -166,6 +174,22 @@ class ClassicEnvironmentMixin:
         return True
 
     # ------------------------------------------------------------------ init_state
+
+    async def init_state(
+        self,
+        input: Mapping[str, Any],
+        client: Client,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        *,
+        rollout_index: int = 0,
+    ) -> State:
+        row, payload = self._classic_rollout_input(input)
+        state = await super().init_state(
+            row, client, model, sampling_args, rollout_index=rollout_index
+        )
+        self._classic_init_state(state, row, payload)
+        return state
 
     def _classic_rollout_input(
         self, row: Mapping[str, Any]
@@ -218,7 +242,7 @@ class ClassicEnvironmentMixin:
 
         tools = []
         for definition in defs:
-            fn = _openai_tool(definition)["function"]
+            fn = as_openai_tool(definition)["function"]
             tools.append(
                 Tool(
                     name=fn["name"],
@@ -230,6 +254,99 @@ class ClassicEnvironmentMixin:
         state["tool_defs"] = tools
 
     # ------------------------------------------------------------------ run_rollout / run_group
+
+    async def run_rollout(  # type: ignore[override]
+        self,
+        input: Mapping[str, Any],
+        client: Client | Any,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        max_retries: int | None = None,
+        state_columns: list[str] | None = None,
+        env_client: Any = None,
+        *,
+        rollout_index: int = 0,
+        score: bool = True,
+    ) -> Any:
+        """One complete rollout (see ``EnvironmentCore.run_rollout``); returns its State.
+
+        The classic (0.3.x) call shape, as trainers such as prime-rl use it, returns the
+        JSON-safe :class:`RolloutOutput` instead: ``run_rollout(input,
+        client=ClientConfig(...), model=..., sampling_args=..., max_retries=...,
+        state_columns=[...], env_client=...)``. It is recognised by any of ``max_retries``,
+        ``state_columns`` or ``env_client`` being given, a :class:`~verifiers.ClientConfig`
+        as ``client``, or an env client attached to the environment (``env.env_client``).
+        ``env_client`` (a :class:`verifiers.serve.ZMQEnvClient`) runs the rollout in its env
+        server; ``max_retries`` retries a rollout that failed on infrastructure
+        (:class:`~verifiers.InfraError`, :class:`~verifiers.InvalidModelResponseError`)."""
+        if self._is_classic_call(client, max_retries, state_columns, env_client):
+            return await self._classic_run_rollout(
+                input, client, model, sampling_args, max_retries or 0, state_columns, env_client
+            )
+        return await super().run_rollout(
+            input, client, model, sampling_args, rollout_index=rollout_index, score=score
+        )
+
+    async def run_group(  # type: ignore[override]
+        self,
+        input: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        client: Client | Any = None,
+        model: str | None = None,
+        *args: Any,
+        group_inputs: Sequence[Mapping[str, Any]] | None = None,
+        n: Any = None,
+        sampling_args: SamplingArgs | None = None,
+        max_retries: int | None = None,
+        state_columns: list[str] | None = None,
+        env_client: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``run_group(input, client, model, n, sampling_args)``: ``n`` rollouts of one
+        example, returning their states (``EnvironmentCore.run_group``).
+
+        The classic call shape ``run_group(group_inputs, client, model, sampling_args,
+        max_retries=0, state_columns=None, env_client=None)`` (a list, one input per rollout;
+        ``client`` may be a :class:`~verifiers.ClientConfig`) returns the rollouts'
+        :class:`RolloutOutput` records, as prime-rl reads them; with ``env_client`` the group
+        runs in that env server."""
+        if group_inputs is not None:
+            input = group_inputs
+        if client is None or model is None or input is None:
+            raise ConfigError(
+                "run_group needs the inputs, a client and a model: run_group(input, client, "
+                "model, n, ...) or run_group(group_inputs, client, model, sampling_args, ...)"
+            )
+        if isinstance(input, list):
+            names = ("sampling_args", "max_retries", "state_columns", "env_client")
+            if len(args) > len(names):
+                raise ConfigError(
+                    f"run_group(group_inputs, client, model, ...) takes at most {len(names)} "
+                    f"more positional arguments ({', '.join(names)}), got {len(args)}"
+                )
+            given = dict(zip(names, args, strict=False))
+            if n is not None and not isinstance(n, int):
+                given.setdefault("sampling_args", n)
+            return await self._classic_run_group(
+                input,
+                client,
+                model,
+                given.get("sampling_args", sampling_args),
+                int(given.get("max_retries", max_retries) or 0),
+                given.get("state_columns", state_columns),
+                given.get("env_client", env_client),
+            )
+        if len(args) > 2:
+            raise ConfigError(
+                "run_group(input, client, model, n, sampling_args) takes at most 2 more "
+                f"positional arguments, got {len(args)}"
+            )
+        if args:
+            n = args[0]
+        if len(args) > 1:
+            sampling_args = args[1]
+        return await super().run_group(
+            cast("Mapping[str, Any]", input), client, model, n, sampling_args, **kwargs
+        )
 
     #: an env server's client (:class:`verifiers.serve.ZMQEnvClient`); when set, classic
     #: ``run_rollout``/``run_group`` calls run in that server
@@ -363,24 +480,6 @@ class ClassicEnvironmentMixin:
         )
         return await run()
 
-    # ------------------------------------------------------------------ trainer setters
-
-    def set_kwargs(self, **kwargs: Any) -> None:
-        """Set attributes (``set_<name>`` methods where the environment has one), as trainers
-        pass ``extra_env_kwargs``."""
-        for key, value in kwargs.items():
-            setter = getattr(self, f"set_{key}", None)
-            if callable(setter):
-                setter(value)
-            else:
-                setattr(self, key, value)
-
-    def set_max_seq_len(self, max_seq_len: int | None) -> None:
-        self.max_seq_len = max_seq_len
-
-    def set_score_rollouts(self, score_rollouts: bool) -> None:
-        self.score_rollouts = score_rollouts
-
     # ------------------------------------------------------------------ evaluation wrappers
 
     async def evaluate(
@@ -437,7 +536,7 @@ class ClassicEnvironmentMixin:
 
         if wants_classic_generate(self, client, kwargs):
             return await classic_generate(  # type: ignore[return-value]
-                cast("Environment", self),
+                cast("ClassicEnvironment", self),
                 inputs,
                 client,
                 model,
@@ -483,34 +582,9 @@ class ClassicEnvironmentMixin:
             raise ConfigError(
                 f"state['tool_defs'] must be a list of tool definitions, not {type(defs).__name__}"
             )
-        tools = [_openai_tool(d) for d in defs]
+        tools = [as_openai_tool(d) for d in defs]
         state["oai_tools"] = tools
         return tools or None
-
-
-def _openai_tool(definition: Any) -> dict[str, Any]:
-    """One tool definition as an OpenAI tool schema: a ``vf.Tool``, the flat 0.3.x dict
-    (``name``, ``description``, ``parameters``, optional ``strict``) or an OpenAI schema."""
-    to_openai = getattr(definition, "to_openai", None)
-    if callable(to_openai):
-        schema: dict[str, Any] = to_openai()
-        return schema
-    if isinstance(definition, Mapping):
-        if isinstance(definition.get("function"), Mapping):
-            return {"type": "function", "function": dict(definition["function"])}
-        if isinstance(definition.get("name"), str):
-            fn: dict[str, Any] = {
-                "name": definition["name"],
-                "description": definition.get("description") or "",
-                "parameters": definition.get("parameters") or {"type": "object", "properties": {}},
-            }
-            if definition.get("strict") is not None:
-                fn["strict"] = definition["strict"]
-            return {"type": "function", "function": fn}
-    raise ConfigError(
-        f"a tool definition must be a vf.Tool or a dict with a 'name' (or an OpenAI tool schema), "
-        f"not {type(definition).__name__}: {definition!r:.120}"
-    )
 
 
 def unpack_env_response(reply: Any, state: State) -> Any:
@@ -528,3 +602,11 @@ def unpack_env_response(reply: Any, state: State) -> Any:
     if isinstance(reply, list):
         return [as_message(m) for m in reply]
     return reply
+
+
+if TYPE_CHECKING:  # for annotations: an environment with the classic methods
+
+    class ClassicEnvironment(ClassicEnvironmentMixin, Environment): ...
+
+else:
+    from verifiers.envs.environment import Environment as ClassicEnvironment

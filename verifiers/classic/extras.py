@@ -1,8 +1,9 @@
 """Module-level names of the classic (0.3.x) environment modules that environment code imports
 (``from verifiers.envs.sandbox_env import SandboxState``, ...).
 
-Each environment module re-exports its own names from here; keeping them in one place leaves the
-environment modules about their behaviour.
+Each environment module serves its own names from here on first use (:data:`SERVED`, read by
+:func:`verifiers.classic.forward.resolve` through the module's ``__getattr__``); keeping them in
+one place leaves the environment modules about their behaviour and free of classic imports.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from verifiers.errors import SandboxError
 from verifiers.types import State
 
 __all__ = [
-    "ENV_GROUP_INFO_KEY",
+    "SERVED",
     "EnvironmentTeardown",
     "PythonWorkerDeadError",
     "PythonWorkerNotReadyError",
@@ -30,13 +31,23 @@ __all__ = [
     "filter_signature",
 ]
 
+#: environment module -> the names of this module it serves (as 0.3.x's module of that path did)
+SERVED: dict[str, tuple[str, ...]] = {
+    "verifiers.envs.environment": ("EnvironmentTeardown", "RolloutCleanup", "StopCondition"),
+    "verifiers.envs.sandbox_env": ("SandboxCreationError", "SandboxNotReadyError", "SandboxState"),
+    "verifiers.envs.python_env": (
+        "PythonWorkerDeadError",
+        "PythonWorkerNotReadyError",
+        "PythonWorkerRequestError",
+        "PythonWorkerState",
+    ),
+    "verifiers.envs.stateful_tool_env": ("filter_signature",),
+}
+
 # environment hooks
 StopCondition = Callable[[State], Awaitable[bool]]
 RolloutCleanup = Callable[[State], Awaitable[None]]
 EnvironmentTeardown = Callable[[], Awaitable[None]]
-
-# the ``info`` key naming the member environment of an EnvGroup row (rows route by ``task``)
-ENV_GROUP_INFO_KEY = "env_id"
 
 
 class SandboxState(TypedDict, total=False):

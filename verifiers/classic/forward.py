@@ -18,18 +18,23 @@ A name from a package that is not installed (``anthropic``, ``prime_sandboxes``,
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
-__all__ = ["forwarder", "resolve"]
+from verifiers.extension_points import forwarder
+
+__all__ = ["forwarder", "resolve"]  # forwarder: verifiers.extension_points's, re-exported
 
 
 def resolve(module: str, name: str) -> Any:
     """The object 0.3.x's ``module`` makes importable as ``name``; ``AttributeError`` when it
     makes no such name importable."""
+    from verifiers.classic import extras
     from verifiers.classic.aliases import MOVED
     from verifiers.classic.imported_names import IMPORTED
+
+    if name in extras.SERVED.get(module, ()):  # a 0.3.x module-level name kept in classic.extras
+        return _keep(module, name, getattr(extras, name))
 
     # this module's own 0.3.x path, and the 0.3.x paths of modules that live in it here
     paths = [module] + [f"verifiers.{old}" for old, new in MOVED.items() if new == module]
@@ -38,11 +43,8 @@ def resolve(module: str, name: str) -> Any:
     if source is None or source_module in paths:  # defined by this module in 0.3.x, not here
         from verifiers.classic.unavailable import stand_in
 
-        value = stand_in(paths, name)  # AttributeError unless it needs what is not here
-        owner = sys.modules.get(module)
-        if owner is not None:
-            setattr(owner, name, value)
-        return value
+        # AttributeError unless it needs what is not here
+        return _keep(module, name, stand_in(paths, name))
     try:
         source_object = import_module(source_module)
         try:
@@ -61,24 +63,11 @@ def resolve(module: str, name: str) -> Any:
             f"install it (pip install {package}) or import the name from where it is defined",
             name=module,
         ) from e
+    return _keep(module, name, value)
+
+
+def _keep(module: str, name: str, value: Any) -> Any:
     owner = sys.modules.get(module)
     if owner is not None:
         setattr(owner, name, value)  # later lookups do not come back here
     return value
-
-
-def forwarder(module: str, fallback: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
-    """A module ``__getattr__`` (PEP 562) serving 0.3.x's imported names of ``module``, after
-    ``fallback`` (the module's own ``__getattr__``, if it has one)."""
-
-    def __getattr__(name: str) -> Any:
-        if fallback is not None:
-            try:
-                return fallback(name)
-            except AttributeError:
-                pass
-        if name.startswith("__"):
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        return resolve(module, name)
-
-    return __getattr__

@@ -21,12 +21,13 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from verifiers.envs.environment import Environment
+    from verifiers.classic.env_mixin import ClassicEnvironment as Environment
 
 __all__ = ["CLASSIC_ONLY", "OutputsBuilder", "classic_generate", "wants_classic_generate"]
 
@@ -197,6 +198,74 @@ async def _close_all(clients: Sequence[Any]) -> None:
             logger.debug("closing an endpoint client failed: %r", result)
 
 
+class EndpointRoundRobin:
+    """The client of each rollout or group: the next endpoint of a ``ClientConfig``'s
+    ``endpoint_configs`` (its configs themselves when an env server makes the clients; local
+    clients otherwise), or the caller's client."""
+
+    def __init__(self, env: Environment, client: Any) -> None:
+        from verifiers.classic.models import ClientConfig
+        from verifiers.utils.client_utils import resolve_client_configs
+
+        self.env = env
+        self.client = client
+        self.configs = resolve_client_configs(client) if isinstance(client, ClientConfig) else []
+        self.local: list[Any] = []
+        self.turn = 0
+
+    def open(self) -> None:
+        if self.env.env_client is None:
+            for config in self.configs:  # created one by one: a failure closes those made
+                self.local.append(_resolve_client(config))
+
+    def next(self) -> Any:
+        pool: Sequence[Any] = (
+            self.configs if self.env.env_client is not None and self.configs else self.local
+        )
+        if not pool:
+            return self.client
+        chosen = pool[self.turn % len(pool)]
+        self.turn += 1
+        return chosen
+
+    async def close(self) -> None:
+        if self.local:
+            await _close_all(self.local)
+
+
+@dataclass
+class GenerateRun:
+    """One ``generate`` call's settings and its outputs so far."""
+
+    env: Environment
+    model: str
+    sampling_args: dict[str, Any]
+    rows: list[dict[str, Any]]
+    per_example: int
+    path: Path
+    results_path: Path | str | None
+    save_results: bool
+    state_columns: list[str] | None
+    max_retries: int
+    builder: OutputsBuilder
+    endpoints: EndpointRoundRobin
+    semaphore: asyncio.Semaphore | None
+    log: Callable[[str], Any]
+    progress: list[Callable[..., Any]]
+
+    async def save_metadata(self, metadata: dict[str, Any]) -> None:
+        from verifiers.classic.results_io import save_metadata
+
+        if self.save_results:
+            await asyncio.to_thread(save_metadata, metadata, self.path)
+
+    async def limited(self, coro: Any) -> Any:
+        if self.semaphore is None:
+            return await coro
+        async with self.semaphore:
+            return await coro
+
+
 async def classic_generate(
     env: Environment,
     inputs: Any,
@@ -218,174 +287,190 @@ async def classic_generate(
     on_log: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """0.3.x's ``generate`` (see the module docstring); returns ``GenerateOutputs``."""
-    from verifiers.classic.models import ClientConfig
-    from verifiers.classic.results_io import (
-        load_outputs,
-        push_results_to_hf_hub,
-        save_metadata,
-        save_new_outputs,
-        save_outputs,
-        validate_resume_metadata,
-    )
-    from verifiers.utils.client_utils import resolve_client_configs
-    from verifiers.utils.eval_utils import filter_inputs
-    from verifiers.utils.path_utils import get_results_path, is_valid_eval_results_path
+    from verifiers.classic.results_io import push_results_to_hf_hub
+    from verifiers.utils.path_utils import get_results_path
 
-    log = on_log or (lambda message: logger.info(message))
-    progress = (
-        on_progress if isinstance(on_progress, list) else [on_progress] if on_progress else []
-    )
     rows = _rows(inputs)
     args = {**env.sampling_args, **(sampling_args or {})}
     num_examples = len({r["example_id"] for r in rows})
     per_example = len(rows) // num_examples if num_examples else 0
     seed = (0 if shuffle_seed is None else shuffle_seed) if shuffle else None
     path = Path(results_path) if results_path is not None else get_results_path(env.env_id, model)
-    builder = OutputsBuilder(
-        env, model, client, num_examples, per_example, args, state_columns, path, shuffle, seed
+    run = GenerateRun(
+        env=env,
+        model=model,
+        sampling_args=args,
+        rows=rows,
+        per_example=per_example,
+        path=path,
+        results_path=results_path,
+        save_results=save_results,
+        state_columns=state_columns,
+        max_retries=max_retries,
+        builder=OutputsBuilder(
+            env, model, client, num_examples, per_example, args, state_columns, path, shuffle, seed
+        ),
+        endpoints=EndpointRoundRobin(env, client),
+        semaphore=asyncio.Semaphore(max_concurrent) if max_concurrent > 0 else None,
+        log=on_log or (lambda message: logger.info(message)),
+        progress=(
+            on_progress if isinstance(on_progress, list) else [on_progress] if on_progress else []
+        ),
     )
-    semaphore = asyncio.Semaphore(max_concurrent) if max_concurrent > 0 else None
-
-    configs: list[ClientConfig] = []
-    if isinstance(client, ClientConfig):
-        configs = resolve_client_configs(client)
-    local: list[Any] = []
-    turn = 0
-
-    def next_client() -> Any:
-        nonlocal turn
-        pool: Sequence[Any] = configs if env.env_client is not None and configs else local
-        if not pool:
-            return client
-        chosen = pool[turn % len(pool)]
-        turn += 1
-        return chosen
-
-    async def limited(coro: Any) -> Any:
-        if semaphore is None:
-            return await coro
-        async with semaphore:
-            return await coro
-
     try:
-        if env.env_client is None:
-            for config in configs:  # created one by one: a failure closes those made
-                local.append(_resolve_client(config))
-
-        resumable = results_path is not None and is_valid_eval_results_path(path)
+        run.endpoints.open()
+        resumable = results_path is not None and _is_results_folder(path)
         if resumable:
-            validate_resume_metadata(
-                path, env.env_id, model, num_examples, per_example, shuffle, seed
-            )
-            log(f"Resuming evaluation from {path}")
-            saved = load_outputs(path)
-            seen: dict[Any, int] = defaultdict(int)
-            kept = []
-            for output in saved:
-                if seen[output["example_id"]] < per_example:
-                    seen[output["example_id"]] += 1
-                    kept.append(output)
-            if len(kept) != len(saved):
-                log(
-                    f"Ignoring {len(saved) - len(kept)} saved duplicate rollout(s) beyond "
-                    "rollouts_per_example"
-                )
-            builder.add_outputs(kept)
-            todo = [
-                dict(r)
-                for r in filter_inputs(
-                    cast("list[Mapping[str, Any]]", rows), cast(Any, kept), per_example
-                )
-            ]
+            _validate_resume(run, num_examples, shuffle, seed)
+            todo = _resume(run)
             if not todo:
-                log("No remaining rollouts to evaluate, returning completed outputs")
-                results = builder.build()
-                if save_results:
-                    await asyncio.to_thread(save_metadata, results["metadata"], path)
+                run.log("No remaining rollouts to evaluate, returning completed outputs")
+                results = run.builder.build()
+                await run.save_metadata(results["metadata"])
                 return results
-            log(f"Found {len(kept)} completed rollout(s), {len(todo)} remaining rollout(s)")
         else:
             todo = rows
-
+        await _start_results_folder(run, resumable)
+        await _run_rollouts(run, todo, independent_scoring, on_start)
+        results = run.builder.build()
+        await run.save_metadata(results["metadata"])
         if save_results:
-            log(f"Saving results to {path}")
-            if not resumable:
-                existing = path / "results.jsonl"
-                if results_path is not None and existing.is_file() and existing.stat().st_size:
-                    raise ValueError(
-                        f"Cannot save to invalid results path {path}: results.jsonl already "
-                        "exists without valid metadata (metadata.json is missing); pass a new "
-                        "results_path, or restore its metadata.json to resume it"
-                    )
-                await asyncio.to_thread(save_outputs, [], path, "a")
-                await asyncio.to_thread(save_metadata, builder.build_metadata(), path)
-
-        runs: list[asyncio.Task[Any]] = []
-        try:
-            if independent_scoring:
-                if on_start is not None:
-                    on_start(rows, todo)
-                for row in todo:
-                    runs.append(
-                        asyncio.create_task(
-                            limited(
-                                env.run_rollout(
-                                    row,
-                                    next_client(),
-                                    model,
-                                    args,
-                                    max_retries=max_retries,
-                                    state_columns=state_columns,
-                                )
-                            )
-                        )
-                    )
-            else:
-                groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-                for row in todo:
-                    groups[row["example_id"]].append(row)
-                if on_start is not None:
-                    on_start(rows, list(groups.values()))
-                for group in groups.values():
-                    # one endpoint per group: its rollouts share the prompt's KV cache
-                    runs.append(
-                        asyncio.create_task(
-                            limited(
-                                cast(Any, env).run_group(
-                                    group,
-                                    next_client(),
-                                    model,
-                                    args,
-                                    max_retries=max_retries,
-                                    state_columns=state_columns,
-                                )
-                            )
-                        )
-                    )
-            for finished in asyncio.as_completed(runs):
-                result = await finished
-                new = [result] if independent_scoring else list(result)
-                builder.add_outputs(new)
-                metadata = builder.build_metadata()
-                for callback in progress:
-                    callback(builder.outputs, new, metadata)
-                if save_results:
-                    await asyncio.to_thread(save_new_outputs, new, path)
-                    await asyncio.to_thread(save_metadata, metadata, path)
-        finally:
-            pending = [t for t in runs if not t.done()]
-            for t in pending:
-                t.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-
-        results = builder.build()
-        if save_results:
-            await asyncio.to_thread(save_metadata, results["metadata"], path)
             if push_to_hf_hub:
                 push_results_to_hf_hub(results, hf_hub_dataset_name)
-            log(f"Saved final results to {path}")
+            run.log(f"Saved final results to {path}")
         return results
     finally:
-        if local:
-            await _close_all(local)
+        await run.endpoints.close()
+
+
+def _is_results_folder(path: Path) -> bool:
+    from verifiers.utils.path_utils import is_valid_eval_results_path
+
+    return is_valid_eval_results_path(path)
+
+
+def _validate_resume(run: GenerateRun, num_examples: int, shuffle: bool, seed: int | None) -> None:
+    """Refuse to resume a results folder of another configuration."""
+    from verifiers.classic.results_io import validate_resume_metadata
+
+    validate_resume_metadata(
+        run.path, run.env.env_id, run.model, num_examples, run.per_example, shuffle, seed
+    )
+
+
+def _resume(run: GenerateRun) -> list[dict[str, Any]]:
+    """Keep the folder's saved outputs (at most ``rollouts_per_example`` per example); the
+    rows still to run."""
+    from verifiers.classic.results_io import load_outputs
+    from verifiers.utils.eval_utils import filter_inputs
+
+    run.log(f"Resuming evaluation from {run.path}")
+    saved = load_outputs(run.path)
+    seen: dict[Any, int] = defaultdict(int)
+    kept = []
+    for output in saved:
+        if seen[output["example_id"]] < run.per_example:
+            seen[output["example_id"]] += 1
+            kept.append(output)
+    if len(kept) != len(saved):
+        run.log(
+            f"Ignoring {len(saved) - len(kept)} saved duplicate rollout(s) beyond "
+            "rollouts_per_example"
+        )
+    run.builder.add_outputs(kept)
+    todo = [
+        dict(r)
+        for r in filter_inputs(
+            cast("list[Mapping[str, Any]]", run.rows), cast(Any, kept), run.per_example
+        )
+    ]
+    if todo:
+        run.log(f"Found {len(kept)} completed rollout(s), {len(todo)} remaining rollout(s)")
+    return todo
+
+
+async def _start_results_folder(run: GenerateRun, resumable: bool) -> None:
+    """A new run's empty ``results.jsonl`` and its metadata (a resumed run has them)."""
+    from verifiers.classic.results_io import save_outputs
+
+    if not run.save_results:
+        return
+    run.log(f"Saving results to {run.path}")
+    if resumable:
+        return
+    existing = run.path / "results.jsonl"
+    if run.results_path is not None and existing.is_file() and existing.stat().st_size:
+        raise ValueError(
+            f"Cannot save to invalid results path {run.path}: results.jsonl already "
+            "exists without valid metadata (metadata.json is missing); pass a new "
+            "results_path, or restore its metadata.json to resume it"
+        )
+    await asyncio.to_thread(save_outputs, [], run.path, "a")
+    await run.save_metadata(run.builder.build_metadata())
+
+
+def _start_tasks(
+    run: GenerateRun,
+    todo: list[dict[str, Any]],
+    independent_scoring: bool,
+    on_start: Callable[..., Any] | None,
+) -> list[asyncio.Task[Any]]:
+    """One task per rollout (``independent_scoring``) or per example's group, each on the
+    next endpoint (a group's rollouts share the prompt's KV cache)."""
+    env: Any = run.env
+    options = {"max_retries": run.max_retries, "state_columns": run.state_columns}
+    if independent_scoring:
+        if on_start is not None:
+            on_start(run.rows, todo)
+        return [
+            asyncio.create_task(
+                run.limited(
+                    env.run_rollout(
+                        row, run.endpoints.next(), run.model, run.sampling_args, **options
+                    )
+                )
+            )
+            for row in todo
+        ]
+    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for row in todo:
+        groups[row["example_id"]].append(row)
+    if on_start is not None:
+        on_start(run.rows, list(groups.values()))
+    return [
+        asyncio.create_task(
+            run.limited(
+                env.run_group(group, run.endpoints.next(), run.model, run.sampling_args, **options)
+            )
+        )
+        for group in groups.values()
+    ]
+
+
+async def _run_rollouts(
+    run: GenerateRun,
+    todo: list[dict[str, Any]],
+    independent_scoring: bool,
+    on_start: Callable[..., Any] | None,
+) -> None:
+    """Run the rows; each finished rollout or group is added, reported and saved at once."""
+    from verifiers.classic.results_io import save_new_outputs
+
+    runs = _start_tasks(run, todo, independent_scoring, on_start)
+    try:
+        for finished in asyncio.as_completed(runs):
+            result = await finished
+            new = [result] if independent_scoring else list(result)
+            run.builder.add_outputs(new)
+            metadata = run.builder.build_metadata()
+            for callback in run.progress:
+                callback(run.builder.outputs, new, metadata)
+            if run.save_results:
+                await asyncio.to_thread(save_new_outputs, new, run.path)
+                await run.save_metadata(metadata)
+    finally:
+        pending = [t for t in runs if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

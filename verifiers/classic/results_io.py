@@ -66,7 +66,7 @@ def _needs_newline(path: Path) -> bool:
 def save_outputs(outputs: list[Mapping[str, Any]], results_path: Path, mode: str = "a") -> None:
     """Write ``outputs`` as JSON lines to ``results_path/results.jsonl`` (``mode`` ``"a"``
     appends, ``"w"`` replaces); a row that cannot be serialised is logged and left out."""
-    from verifiers.utils.save_utils import make_serializable
+    from verifiers.utils.json_utils import make_serializable
 
     lines = []
     for index, output in enumerate(outputs):
@@ -92,7 +92,7 @@ def save_new_outputs(new_outputs: list[Mapping[str, Any]], results_path: Path) -
 def save_metadata(metadata: Mapping[str, Any], result_path: Path) -> None:
     """Write ``metadata`` (less ``path_to_save`` and ``date``) to ``metadata.json``, replacing
     it atomically."""
-    from verifiers.utils.save_utils import make_serializable
+    from verifiers.utils.json_utils import make_serializable
 
     record = {k: v for k, v in metadata.items() if k not in ("path_to_save", "date")}
     text = json.dumps(record, default=make_serializable)

@@ -31,8 +31,9 @@ from importlib.machinery import ModuleSpec
 from typing import Any, NoReturn, TypeVar
 
 from verifiers.errors import ConfigError
+from verifiers.extension_points import forwarder
 
-__all__ = ["GROUPS", "UnavailableFinder", "install", "module_getattr", "stand_in"]
+__all__ = ["GROUPS", "UnavailableFinder", "install", "stand_in"]
 
 # group -> (what it needs, what to use instead)
 GROUPS: dict[str, tuple[str, str]] = {
@@ -162,18 +163,6 @@ def stand_in(paths: Sequence[str], name: str) -> Any:
     raise AttributeError(f"module {paths[0]!r} has no attribute {name!r}")
 
 
-def module_getattr(module: str) -> Any:
-    """The ``__getattr__`` of a made-up module: 0.3.x's imported names, then its stand-ins."""
-    from verifiers.classic.forward import resolve
-
-    def __getattr__(name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        return resolve(module, name)  # falls back to stand_in
-
-    return __getattr__
-
-
 class UnavailableFinder(MetaPathFinder, Loader):
     """Answers ``verifiers.<path>`` for 0.3.x modules listed in
     :mod:`verifiers.classic.unavailable_names` that do not exist here (it is last on
@@ -201,7 +190,8 @@ class UnavailableFinder(MetaPathFinder, Loader):
         )
         if spec.submodule_search_locations is not None:
             module.__path__ = []
-        module.__getattr__ = module_getattr(spec.name)  # type: ignore[method-assign]
+        # its names: 0.3.x's imported names, then the stand-ins (verifiers.classic.forward.resolve)
+        module.__getattr__ = forwarder(spec.name)  # type: ignore[method-assign]
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:

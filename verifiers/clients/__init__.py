@@ -47,7 +47,7 @@ def _classic_client_class(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__, _classic_client_class)

@@ -278,6 +278,6 @@ def to_classic_response(response: Any) -> Response:
 
 
 # the names 0.3.x's version of this module imports, on first use
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__, _auth_errors_attr)

@@ -6,9 +6,8 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from verifiers.classic.extras import ENV_GROUP_INFO_KEY
 from verifiers.envs.environment import Environment
 from verifiers.errors import ConfigError
 from verifiers.rubrics.rubric import Rubric
@@ -20,6 +19,9 @@ from verifiers.types import SamplingArgs, State
 __all__ = ["EnvGroup", "EnvGroupRubric"]
 
 logger = logging.getLogger("verifiers.envs.EnvGroup")
+
+#: the ``info`` key naming the member environment of an EnvGroup row
+ENV_GROUP_INFO_KEY = "env_id"
 
 
 def _info_dict(info: object) -> dict[str, Any]:
@@ -45,11 +47,6 @@ def _route_of(info: Mapping[str, Any]) -> tuple[str, ...]:
     if isinstance(value, list | tuple):
         return tuple(str(v) for v in value)
     raise ConfigError("EnvGroup info['env_id'] must be a string or a list of strings")
-
-
-def _restore_record_route(record: dict[str, Any], route: tuple[str, ...]) -> None:
-    """Put the full route back into an output record's ``info``."""
-    record["info"] = {**_info_dict(record.get("info")), ENV_GROUP_INFO_KEY: _route_value(route)}
 
 
 def _route_value(route: tuple[str, ...]) -> str | list[str] | None:
@@ -190,6 +187,8 @@ class EnvGroup(Environment):
                 return Dataset.from_list([{**r, "info": json.dumps(r["info"])} for r in out])
 
         super().__init__(dataset=rows("train"), eval_dataset=rows("eval"), **kwargs)
+        # the member and the full route of each rollout in flight (by id of its state)
+        self._routes: dict[int, tuple[Environment, tuple[str, ...]]] = {}
         self.rubric = EnvGroupRubric(self.env_map)
         self.num_turns_metric = any(e.num_turns_metric for e in envs)
 
@@ -241,6 +240,29 @@ class EnvGroup(Environment):
     def has_group_rewards(self) -> bool:
         return any(e.has_group_rewards for e in self.envs)
 
+    # ------------------------------------------------------------------ per-rollout routing
+    # Each rollout runs in the member its input routes to: the group's init_state, loop,
+    # scoring and cleanup hand the state to that member, so every way of running rollouts
+    # (rollout, run_rollout, run_group, the classic call shapes) routes the same way. The
+    # member sees the row without its own name in info["env_id"]; the full route is put back
+    # after cleanup.
+
+    async def init_state(
+        self,
+        input: Mapping[str, Any],
+        client: Client,
+        model: str,
+        sampling_args: SamplingArgs | None = None,
+        *,
+        rollout_index: int = 0,
+    ) -> State:
+        env, child, route = self._route_input(input)
+        state = await env.init_state(
+            child, client, model, sampling_args, rollout_index=rollout_index
+        )
+        self._routes[id(state)] = (env, route)
+        return state
+
     async def rollout(
         self,
         input: Mapping[str, Any],
@@ -248,95 +270,56 @@ class EnvGroup(Environment):
         model: str,
         sampling_args: SamplingArgs | None = None,
     ) -> State:
+        """The member's ``rollout`` (its own override, when it has one)."""
         env, child, route = self._route_input(input)
         state = await env.rollout(child, client, model, sampling_args)
         return self._restore_route(state, route)
 
-    async def run_rollout(  # type: ignore[override]
-        self,
-        input: Mapping[str, Any],
-        client: Client | Any,
-        model: str,
-        sampling_args: SamplingArgs | None = None,
-        max_retries: int | None = None,
-        state_columns: list[str] | None = None,
-        env_client: Any = None,
-        *,
-        rollout_index: int = 0,
-        score: bool = True,
-    ) -> Any:
-        """Runs in the environment the input routes to (``info["env_id"]``; see
-        :meth:`Environment.run_rollout`); with an env client, in the env server (which
-        routes it)."""
-        if env_client is not None or self.env_client is not None:
-            return await super().run_rollout(
-                input,
-                client,
-                model,
-                sampling_args,
-                max_retries=max_retries or 0,
-                state_columns=state_columns,
-                env_client=env_client,
-            )
-        env, child, route = self._route_input(input)
-        if self._is_classic_call(client, max_retries, state_columns, env_client):
-            output = await env.run_rollout(
-                child,
-                client,
-                model,
-                sampling_args,
-                max_retries=max_retries or 0,
-                state_columns=state_columns,
-            )
-            _restore_record_route(cast(dict[str, Any], output), route)
-            return output
-        state = await env.run_rollout(
-            child, client, model, sampling_args, rollout_index=rollout_index, score=score
-        )
-        return self._restore_route(state, route)
+    def _member(self, state: State) -> Environment:
+        entry = self._routes.get(id(state))
+        if entry is None:
+            raise ConfigError("this state was not started by this EnvGroup's init_state")
+        return entry[0]
 
-    async def run_group(  # type: ignore[override]
+    async def _run_states(
         self,
-        input: Mapping[str, Any] | list[Mapping[str, Any]] | list[dict[str, Any]] | None = None,
-        client: Client | Any = None,
-        model: str | None = None,
-        *args: Any,
-        group_inputs: list[Mapping[str, Any]] | list[dict[str, Any]] | None = None,
-        env_client: Any = None,
-        **kwargs: Any,
-    ) -> Any:
-        """The group runs in the environment of its task (of the first input, for the
-        classic list form); with an env client, in the env server (which routes it)."""
-        if group_inputs is not None:
-            input = group_inputs
-        if env_client is not None or self.env_client is not None or input is None:
-            base = cast(Any, super())
-            return await base.run_group(
-                input, client, model, *args, env_client=env_client, **kwargs
-            )
-        if isinstance(input, list):
-            if not input:
-                raise ConfigError("run_group(group_inputs, ...) needs at least one input")
-            routed = [self._route_input(row) for row in input]
-            owner, _, route = routed[0]
-            if any(r != route for _, _, r in routed):
-                raise ConfigError("all inputs of an EnvGroup group must route to one environment")
-            records = await cast(Any, owner).run_group(
-                [child for _, child, _ in routed], client, model, *args, **kwargs
-            )
-            for record in records:
-                _restore_record_route(record, route)
-            return records
-        env, child, route = self._route_input(input)
-        states = await cast(Any, env).run_group(child, client, model, *args, **kwargs)
-        return [self._restore_route(s, route) for s in states]
+        states: list[State],
+        *,
+        score: bool,
+        semaphore: asyncio.Semaphore | None,
+        group: bool = True,
+    ) -> None:
+        if len({id(self._member(s)) for s in states}) > 1:
+            for s in states:
+                self._routes.pop(id(s), None)
+            raise ConfigError("all inputs of an EnvGroup group must route to one environment")
+        await super()._run_states(states, score=score, semaphore=semaphore, group=group)
+
+    async def _drive(self, state: State) -> None:
+        await self._member(state)._drive(state)
+
+    async def _score(self, states: list[State], *, group: bool) -> None:
+        member = self._member(states[0])
+        if member.score_rollouts:
+            await member._score(states, group=group)
+
+    async def _cleanup(self, state: State) -> None:
+        entry = self._routes.pop(id(state), None)
+        if entry is None:
+            await super()._cleanup(state)
+            return
+        env, route = entry
+        try:
+            await env._cleanup(state)
+        finally:
+            self._restore_route(state, route)
 
     async def close(self) -> None:
         await asyncio.gather(*(e.close() for e in self.envs))
         await super().close()
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

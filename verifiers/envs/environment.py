@@ -1,4 +1,5 @@
-"""The ``Environment`` base class: dataset, rollout driver, limits, scoring and cleanup.
+"""The rollout loop: :class:`EnvironmentCore` and :class:`Environment`, the class every
+environment subclasses.
 
 The environment owns the rollout loop; subclasses supply hooks:
 
@@ -13,26 +14,19 @@ The environment owns the rollout loop; subclasses supply hooks:
 
 One rollout: ``init_state`` -> ``setup_state`` -> loop (model call, stop checks,
 ``env_response``) -> scoring by the rubric -> cleanup. The history lives in a
-:class:`~verifiers.envs.transcript.Transcript`: appended, never rebuilt.
+:class:`~verifiers.envs.transcript.Transcript`: appended, never rebuilt. The datasets live in
+:class:`~verifiers.envs._datasets.DatasetSplits`.
 
-The classic (0.3.x) call shapes (``evaluate``/``generate`` and their blocking forms, the
-classic constructor keywords, an ``is_completed`` override, the list form of ``run_group``, the
-old ``env_response`` return shapes) live in :mod:`verifiers.classic.env_mixin`, mixed in.
-
-Sync and async, one rule:
-
-- Whatever runs a model call, a tool, a sandbox or a rollout is a coroutine with a plain name:
-  ``init_state``, ``setup_state``, ``env_response``, ``oracle_response``,
-  ``get_model_response``, ``rollout``, ``run_rollout``, ``run_group``, ``evaluate``,
-  ``generate``, ``close``. Dataset access and formatting (``get_dataset``, ``get_rows``,
-  ``format_dataset``, ``format_inputs``) and ``add_metrics`` are plain functions.
-- A blocking facade of a coroutine method adds ``_sync``: ``evaluate_sync``,
-  ``generate_sync``. At module level the classic names run the other way: ``vf.evaluate`` is
-  blocking and ``vf.evaluate_async`` the coroutine. Every blocking facade refuses to run
-  inside a running event loop and names the coroutine to await instead.
-- Hooks the loop awaits (``setup_state``, ``env_response``, ``oracle_response``) must be
-  ``async def``; ``@vf.stop``, ``@vf.cleanup`` and ``@vf.teardown`` methods, an
-  ``is_completed`` override and reward functions may be either.
+This module imports nothing from the classic room or the evaluation driver. The classic
+(0.3.x) call shapes (``evaluate``/``generate`` and their ``_sync`` forms, the classic
+constructor keywords, an ``is_completed`` override, the list form of ``run_group``, the old
+``env_response`` return shapes, ``get_model_response``) are in
+:class:`verifiers.classic.env_mixin.ClassicEnvironmentMixin`, which ``import verifiers``
+registers (:mod:`verifiers.extension_points`) as a base of :class:`Environment`, between it
+and :class:`EnvironmentCore`: the methods below marked "hook for the rooms above" are what it
+overrides. Hooks the loop awaits (``setup_state``, ``env_response``, ``oracle_response``)
+must be ``async def``; ``@vf.stop``, ``@vf.cleanup`` and ``@vf.teardown`` methods may be
+either.
 """
 
 from __future__ import annotations
@@ -40,24 +34,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import json
 import logging
 import time
 import traceback
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any
 
-from verifiers.classic.env_mixin import ClassicEnvironmentMixin, unpack_env_response
-from verifiers.classic.types import RolloutOutput
 from verifiers.decorators import cleanup as cleanup_hook
 from verifiers.decorators import discover, stop
-from verifiers.envs._datasets import DatasetLike, normalise_row, select_rows, to_dataset
-from verifiers.envs.transcript import new_transcript
-from verifiers.errors import (
-    ConfigError,
-    OverlongPromptError,
-)
+from verifiers.envs._datasets import DatasetLike, DatasetSplits
+from verifiers.envs._model_calls import ModelCalls
+from verifiers.envs.transcript import new_transcript, render_text_rollout
+from verifiers.errors import ConfigError, OverlongPromptError
+from verifiers.extension_points import apply_environment_extensions, forwarder
 from verifiers.messages import as_message
 from verifiers.types import (
     Message,
@@ -66,8 +56,6 @@ from verifiers.types import (
     ModelResponse,
     SamplingArgs,
     State,
-    StepTokens,
-    TrajectoryStep,
     Usage,
     state_usage,
 )
@@ -76,16 +64,16 @@ from verifiers.utils.async_utils import (
     is_async_callable,
     maybe_call_with_named_args,
 )
+from verifiers.utils.tool_schema import as_openai_tool
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from verifiers.classic.models import Response as ClassicResponse
     from verifiers.clients.base import Client
     from verifiers.parsers.parser import Parser
     from verifiers.rubrics.rubric import Rubric
 
-__all__ = ["Environment"]
+__all__ = ["Environment", "EnvironmentCore"]
 
 logger = logging.getLogger("verifiers.envs")
 
@@ -105,8 +93,8 @@ def _is_scorable(state: State) -> bool:
     return kind in MODEL_OUTPUT_ERRORS
 
 
-class Environment(ClassicEnvironmentMixin):
-    """Base class of every environment (classic ``verifiers`` call shape).
+class EnvironmentCore(DatasetSplits, ModelCalls):
+    """The rollout loop and its hooks (the core of :class:`Environment`; subclass that).
 
     Args:
         dataset: training rows (``datasets.Dataset``, a list of dicts, or a zero-argument
@@ -174,13 +162,7 @@ class Environment(ClassicEnvironmentMixin):
         self.few_shot = list(few_shot or [])
         self.sampling_args: SamplingArgs = dict(sampling_args or {})
         self.message_type: MessageType = message_type
-        if "oai_tools" in kwargs:
-            raise ConfigError(
-                "`oai_tools` is no longer supported (as in verifiers 0.3.1): pass the tools as "
-                "tool_defs=[{'name': ..., 'description': ..., 'parameters': {...}}] (vf.Tool "
-                "records or OpenAI function schemas)"
-            )
-        self.oai_tools: list[dict[str, Any]] = [_openai_tool(t) for t in (tool_defs or [])]
+        self.oai_tools: list[dict[str, Any]] = [as_openai_tool(t) for t in (tool_defs or [])]
         self.max_turns = max_turns
         self.max_total_completion_tokens = max_total_completion_tokens
         self.timeout_seconds = timeout_seconds
@@ -207,192 +189,33 @@ class Environment(ClassicEnvironmentMixin):
         self._stop_is_async = [is_async_callable(m) for m in self._stop_conditions]
         self._cleanup_handlers = discover(self, "cleanup")
         self._teardown_handlers = discover(self, "teardown")
-        self._classic_is_completed = self._find_classic_is_completed(Environment)
-        self._store_extra_kwargs(kwargs)
+        self._init_extra(kwargs)
 
-    @property
-    def tool_defs(self) -> list[Any] | None:
-        """The tools offered to the model as classic ``vf.Tool`` records (``None`` when the
-        environment offers none)."""
-        if not self.oai_tools:
-            return None
-        from verifiers.classic.models import Tool
-
-        tools = []
-        for schema in self.oai_tools:
-            fn = schema.get("function", schema)
-            tools.append(
-                Tool(
-                    name=fn["name"],
-                    description=fn.get("description") or "",
-                    parameters=fn.get("parameters") or {},
-                    strict=fn.get("strict"),
-                )
-            )
-        return tools
-
-    @tool_defs.setter
-    def tool_defs(self, tools: Sequence[Any] | None) -> None:
-        self.oai_tools = [_openai_tool(t) for t in tools or []]
-
-    @property
-    def provides_advantages(self) -> bool:
-        """Whether the rubric computes advantages itself (0.3.x; never here)."""
-        return bool(getattr(self.rubric, "has_advantages", False))
-
-    def get_state_usage(self, state: State) -> dict[str, float] | None:
-        """The rollout's token usage in 0.3.x's shape, ``{"input_tokens", "output_tokens"}``,
-        as counted by its model calls (``state["usage_tracker"]``; ``None`` when the state has
-        no usage record)."""
-        if not isinstance(state.get("usage_tracker"), Usage) and not isinstance(
-            state.get("usage"), Usage
-        ):
-            return None
-        usage = state_usage(state)
-        return {
-            "input_tokens": float(usage.prompt_tokens),
-            "output_tokens": float(usage.completion_tokens),
-        }
-
-    @property
-    def requires_group_rollouts(self) -> bool:
-        """True when the rubric has group reward functions (rollouts of one example must be
-        scored together)."""
-        return self.has_group_rewards
-
-    # ------------------------------------------------------------------ datasets
-
-    # 0.3.x keeps the datasets as plain attributes that environments assign, also before
-    # calling Environment.__init__ and after building the environment: both are settable
-    @property
-    def dataset(self) -> Dataset | None:
-        """The formatted training dataset (``None`` when the environment has only eval rows)."""
-        if "_raw" not in self.__dict__:  # read before Environment.__init__: what was assigned
-            return self.__dict__.get("_preset_splits", {}).get("train")
-        return self._get_formatted("train") if self._raw["train"] is not None else None
-
-    @dataset.setter
-    def dataset(self, value: DatasetLike | None) -> None:
-        self._set_split("train", value)
-
-    @property
-    def eval_dataset(self) -> Dataset | None:
-        """The formatted evaluation dataset (``None`` when not given)."""
-        if "_raw" not in self.__dict__:  # read before Environment.__init__: what was assigned
-            return self.__dict__.get("_preset_splits", {}).get("eval")
-        return self._get_formatted("eval") if self._raw["eval"] is not None else None
-
-    @eval_dataset.setter
-    def eval_dataset(self, value: DatasetLike | None) -> None:
-        self._set_split("eval", value)
-
-    def _set_split(self, split: str, value: DatasetLike | None) -> None:
-        raw = self.__dict__.get("_raw")
-        if raw is None:  # before Environment.__init__: it takes the value
-            self.__dict__.setdefault("_preset_splits", {})[split] = value
-            return
-        raw[split] = value
-        self._formatted.pop(split, None)
-        self._rows.pop(split, None)
-
-    def get_dataset(self, n: int = -1, seed: int | None = None) -> Dataset:
-        """The training dataset (falls back to the eval dataset), first ``n`` rows or a seeded
-        shuffle of them."""
-        split = "train" if self._raw["train"] is not None else "eval"
-        return select_rows(self._get_formatted(split), n, seed)
-
-    def get_eval_dataset(self, n: int = -1, seed: int | None = None) -> Dataset:
-        """The evaluation dataset (falls back to the training dataset)."""
-        split = "eval" if self._raw["eval"] is not None else "train"
-        return select_rows(self._get_formatted(split), n, seed)
-
-    def _get_eval_inputs(
-        self,
-        num_examples: int = -1,
-        rollouts_per_example: int = 1,
-        shuffle: bool = False,
-        shuffle_seed: int | None = None,
-    ) -> list[dict[str, Any]]:
-        """The rows 0.3.x's ``evaluate``/``vf-eval`` run: the eval dataset (else the training
-        one), shuffled first when ``shuffle`` (seed 0 unless given), then its first
-        ``num_examples`` rows, each repeated ``rollouts_per_example`` times in a row block."""
-        ds = self.get_eval_dataset()
-        if shuffle:
-            ds = ds.shuffle(seed=0 if shuffle_seed is None else shuffle_seed)
-        if num_examples > 0:
-            ds = ds.select(range(min(num_examples, len(ds))))
-        rows = [normalise_row(r) for r in ds.to_list()]
-        return rows * max(rollouts_per_example, 1)
-
-    def get_rows(self, split: str = "eval", n: int = -1) -> list[dict[str, Any]]:
-        """Formatted rows as plain dicts (cached): what rollouts are driven from."""
-        if self._raw.get(split) is None:
-            split = "train" if split == "eval" else "eval"
-        rows = self._rows.get(split)
-        if rows is None:
-            rows = [normalise_row(r) for r in self._get_formatted(split).to_list()]
-            self._rows[split] = rows
-        return rows if n < 0 else rows[:n]
-
-    def format_inputs(self, inputs: Any) -> list[dict[str, Any]]:
-        """Caller-given rows formatted like dataset rows (prompt built, ids added)."""
-        if isinstance(inputs, list):
-            # info dicts of different shapes (rows of several environments) cannot share an
-            # Arrow column: they travel as JSON, which normalise_row decodes
-            inputs = [
-                {**r, "info": json.dumps(r["info"])} if isinstance(r.get("info"), dict) else r
-                for r in inputs
-            ]
-        return [normalise_row(r) for r in self.format_dataset(to_dataset(inputs)).to_list()]
-
-    def _get_formatted(self, split: str) -> Dataset:
-        ds = self._formatted.get(split)
-        if ds is None:
-            raw = self._raw[split]
-            if raw is None:
-                raise ConfigError(f"{type(self).__name__} has no {split} dataset")
-            ds = self.format_dataset(to_dataset(raw))
-            self._formatted[split] = ds
-        return ds
-
-    def format_dataset(self, dataset: Dataset) -> Dataset:
-        """Add ``prompt`` (from ``question``), ``example_id``, ``answer``, ``info`` and ``task``
-        columns where missing."""
-        cols = set(dataset.column_names)
-        if "prompt" not in cols and "question" not in cols:
+    def _init_extra(self, kwargs: dict[str, Any]) -> None:
+        """Hook for the rooms above: the end of ``__init__``, with the keyword arguments it
+        does not take (the core takes none)."""
+        if kwargs:
             raise ConfigError(
-                f"{type(self).__name__}: the dataset needs a 'prompt' or a 'question' column; "
-                f"it has {sorted(cols)}"
+                f"{type(self).__name__} got unexpected keyword arguments: {', '.join(sorted(kwargs))}"
             )
-        if "example_id" not in cols:
-            dataset = dataset.add_column("example_id", list(range(len(dataset))))
-        if "prompt" not in cols:
-            prompts = [self._prompt_from_question(q) for q in dataset["question"]]
-            dataset = dataset.add_column("prompt", prompts)  # type: ignore[arg-type]
-        elif self.message_type == "chat" and self.system_prompt:
-            system = {"role": "system", "content": self.system_prompt}
-            prompts = [
-                [system, *p]
-                if isinstance(p, list) and (not p or p[0].get("role") != "system")
-                else p
-                for p in dataset["prompt"]
-            ]
-            dataset = dataset.remove_columns("prompt").add_column("prompt", prompts)  # type: ignore[arg-type]
-        if "answer" not in cols:
-            dataset = dataset.add_column("answer", [""] * len(dataset))
-        if "task" not in cols:
-            dataset = dataset.add_column("task", ["default"] * len(dataset))
-        return dataset
 
-    def _prompt_from_question(self, question: str) -> Messages | str:
-        if self.message_type == "completion":
-            return question
-        prompt: Messages = []
-        if self.system_prompt:
-            prompt.append({"role": "system", "content": self.system_prompt})
-        prompt.extend(self.few_shot)
-        prompt.append({"role": "user", "content": question})
-        return prompt
+    # ------------------------------------------------------------------ trainer setters
+
+    def set_kwargs(self, **kwargs: Any) -> None:
+        """Set attributes (``set_<name>`` methods where the environment has one), as trainers
+        pass ``extra_env_kwargs``."""
+        for key, value in kwargs.items():
+            setter = getattr(self, f"set_{key}", None)
+            if callable(setter):
+                setter(value)
+            else:
+                setattr(self, key, value)
+
+    def set_max_seq_len(self, max_seq_len: int | None) -> None:
+        self.max_seq_len = max_seq_len
+
+    def set_score_rollouts(self, score_rollouts: bool) -> None:
+        self.score_rollouts = score_rollouts
 
     # ------------------------------------------------------------------ state
 
@@ -406,7 +229,6 @@ class Environment(ClassicEnvironmentMixin):
         rollout_index: int = 0,
     ) -> State:
         """A fresh :class:`State` for one rollout of ``input`` (a formatted dataset row)."""
-        input, payload = self._classic_rollout_input(input)
         prompt = input["prompt"]
         if isinstance(prompt, list):  # message objects: read as m["role"] or m.role
             prompt = [as_message(m) for m in prompt]
@@ -446,7 +268,6 @@ class Environment(ClassicEnvironmentMixin):
             client=client,
             oai_tools=self.oai_tools,
         )
-        self._classic_init_state(state, input, payload)
         return state
 
     async def setup_state(self, state: State) -> State:
@@ -511,167 +332,22 @@ class Environment(ClassicEnvironmentMixin):
         return False
 
     async def _should_stop(self, state: State, messages: Messages | str) -> bool:
-        if await self._check_stop(state, None):
-            return True
-        found = self._classic_is_completed
-        return found is not None and await self._classic_is_completed_hit(found, state, messages)
+        """Hook for the rooms above: whether the rollout stops now."""
+        return await self._check_stop(state, None)
+
+    def _checks_stop_after_env(self, state: State) -> bool:
+        """Hook for the rooms above: whether the stop conditions are checked again right
+        after the environment's turn (as 0.3.x: only when it set ``final_env_response``)."""
+        return state.get("final_env_response") is not None
+
+    def _env_messages(self, reply: Any, state: State) -> Messages | str:
+        """Hook for the rooms above: the new messages of an ``env_response`` reply (a list
+        of messages, or text in completion mode)."""
+        if isinstance(reply, list):
+            return [as_message(m) for m in reply]
+        return reply  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ the loop
-
-    async def get_model_response(
-        self,
-        state: State,
-        prompt: Messages | str,
-        client: Client | Any = None,
-        model: str | None = None,
-        tool_defs: list[Any] | None = None,
-        sampling_args: SamplingArgs | None = None,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> ClassicResponse:
-        """Call the model for this turn (0.3.x's call shape) and return its classic
-        ``vf.Response``; the call's token usage is counted in ``state["usage_tracker"]``.
-
-        ``client``, ``model`` and ``tool_defs`` (``vf.Tool`` records) default to the
-        rollout's (``state["client"]``, ``state["model"]``, ``state["tool_defs"]`` or the
-        environment's tools); ``tools`` (OpenAI function schemas) replace them for this call.
-        ``sampling_args`` are merged under the rollout's (``state["sampling_args"]``: what the
-        caller or trainer pinned wins). The token budget (``max_total_completion_tokens``)
-        caps ``max_tokens``.
-
-        The rollout loop calls this method only when a subclass overrides it (the override
-        may return a ``vf.Response`` or a :class:`~verifiers.types.ModelResponse`).
-        """
-        from verifiers.clients.client import to_classic_response
-
-        response = await self._request_model(
-            state,
-            prompt,
-            client=client,
-            model=model,
-            tool_defs=tool_defs,
-            sampling_args=sampling_args,
-            tools=tools,
-        )
-        return to_classic_response(response)
-
-    async def _model_turn(
-        self,
-        state: State,
-        prompt: Messages | str,
-        *,
-        sampling_args: SamplingArgs | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> ModelResponse:
-        """One model call of the rollout loop, as a :class:`ModelResponse`: through a
-        subclass's ``get_model_response`` override when there is one, else straight to the
-        client (no classic ``vf.Response`` is built)."""
-        if type(self).get_model_response is not Environment.get_model_response:
-            kwargs: dict[str, Any] = {}
-            if sampling_args is not None:
-                kwargs["sampling_args"] = sampling_args
-            if tools is not None:
-                kwargs["tools"] = tools
-            raw: Any = await self.get_model_response(state, prompt, **kwargs)
-        else:
-            raw = await self._request_model(state, prompt, sampling_args=sampling_args, tools=tools)
-        if isinstance(raw, ModelResponse):
-            return raw
-        from verifiers.clients.client import to_model_response
-
-        return to_model_response(raw)
-
-    async def _request_model(
-        self,
-        state: State,
-        prompt: Messages | str,
-        *,
-        client: Client | Any = None,
-        model: str | None = None,
-        tool_defs: list[Any] | None = None,
-        sampling_args: SamplingArgs | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> ModelResponse | ClassicResponse:
-        """The model call behind :meth:`get_model_response`: the client's own answer (a
-        classic client's ``vf.Response``, this SDK's clients' :class:`ModelResponse`), its
-        usage counted on the state."""
-        from verifiers.clients.client import Client as ClassicClient
-        from verifiers.clients.oracle import OracleClient
-
-        if client is None:
-            client = state["client"]
-        model = model or state["model"]
-        if tools is None and tool_defs is not None:
-            tools = [_openai_tool(t) for t in tool_defs]
-        if isinstance(client, OracleClient):
-            message = await self.oracle_response(state)
-            oracle = client.respond(
-                message,
-                prompt,
-                tools=tools if tools is not None else (self.oai_tools or None),
-                message_type=self.message_type,
-            )
-            state_usage(state).add(oracle.usage)
-            return oracle
-        args: SamplingArgs = state["sampling_args"]
-        if sampling_args:
-            args = {**sampling_args, **args}
-        budget = self.max_total_completion_tokens
-        if budget > 0:
-            remaining = budget - state_usage(state).completion_tokens
-            current = args.get("max_tokens")
-            if current is None or current > remaining:
-                args = {**args, "max_tokens": max(remaining, 1)}
-        from verifiers.response_cache import current_rollout_index
-
-        current_rollout_index.set(state.get("rollout_index"))
-        schemas = tools if tools is not None else self._rollout_tools(state)
-        if isinstance(client, ClassicClient):
-            # 0.3.x's call: vf.Tool records, the state for per-rollout headers
-            classic = await client.get_response(
-                prompt=cast(Messages, prompt),  # a completion prompt's text, as 0.3.x passes it
-                model=model,
-                sampling_args=args,
-                tools=_classic_tools(state, tools, schemas),
-                state=state,
-            )
-            state_usage(state).add(_classic_usage(classic))
-            return classic
-        from_state: dict[str, str] | None = getattr(client, "headers_from_state", None)
-        if from_state or getattr(client, "return_token_ids", False):
-            args = self._client_request_args(client, state, args, from_state)
-        response = await client.get_response(
-            prompt,
-            model,
-            sampling_args=args,
-            tools=schemas,
-            message_type=self.message_type,
-        )
-        if not isinstance(response, ModelResponse):  # a client of another shape
-            from verifiers.clients.client import to_model_response
-
-            response = to_model_response(response)
-        state_usage(state).add(response.usage)
-        return response
-
-    @staticmethod
-    def _client_request_args(
-        client: Any, state: State, args: SamplingArgs, from_state: dict[str, str] | None
-    ) -> SamplingArgs:
-        """Sampling arguments plus what a ``ClientConfig`` asks of each request: headers
-        read from the rollout's state (``extra_headers_from_state``) and, for the
-        ``openai_chat_completions_token`` client type, token ids in the answer."""
-        args = dict(args)
-        if from_state:
-            headers = dict(args.get("extra_headers") or {})
-            for header, field_name in from_state.items():
-                value = state.get(field_name)
-                if value is not None:
-                    headers[header] = str(value)
-            args["extra_headers"] = headers
-        if getattr(client, "return_token_ids", False):
-            args["extra_body"] = {**(args.get("extra_body") or {}), "return_token_ids": True}
-        return args
 
     async def rollout(
         self,
@@ -718,12 +394,12 @@ class Environment(ClassicEnvironmentMixin):
             state["timing"]["generation_ms"] = (time.perf_counter() - started) * 1000.0
             state["is_completed"] = True
             if self.message_type == "completion":
-                _render_text_rollout(state)
+                render_text_rollout(state)
 
     async def _loop_or_custom(self, state: State) -> None:
         """The rollout loop, or a subclass's own ``rollout()`` (classic environments may
         replace the whole loop): its state then replaces this one's contents."""
-        custom = type(self).rollout is not Environment.rollout
+        custom = type(self).rollout is not EnvironmentCore.rollout
         if not custom or _CUSTOM_ROLLOUT.get():
             await self._loop(state)
             return
@@ -785,13 +461,11 @@ class Environment(ClassicEnvironmentMixin):
             t0 = clock()
             # completion mode hands env_response the text, as the classic API did
             reply = await self.env_response(transcript.prompt, state)  # type: ignore[arg-type]
-            transcript.add_env(unpack_env_response(reply, state))
+            transcript.add_env(self._env_messages(reply, state))
             timing["env_ms"] += (clock() - t0) * 1000.0
             # as in 0.3.x, the stop conditions are checked again after the model's next
-            # message, except when the environment ended the rollout with final_env_response
-            # or overrides is_completed (the older API, which checked after the environment)
-            ended = state.get("final_env_response") is not None
-            if (ended or self._classic_is_completed is not None) and await self._should_stop(
+            # message, except when the environment ended the rollout (final_env_response)
+            if self._checks_stop_after_env(state) and await self._should_stop(
                 state, transcript.prompt
             ):
                 return
@@ -803,60 +477,8 @@ class Environment(ClassicEnvironmentMixin):
         (``state["trajectory"][-1]`` is its step): an override may set intermediate rewards
         or metadata on the step. The base implementation does nothing more."""
 
-    def _record_step(
-        self,
-        state: State,
-        response: ModelResponse,
-        prompt_len: int,
-        completion: Any,
-        prompt: Messages | str | None = None,
-    ) -> None:
-        """Account for one model call: usage, turn, truncation, the trajectory step, and the
-        ``max_seq_len`` check."""
-        state["responses"].append(response)
-        state["turn"] += 1
-        truncated = response.finish_reason == "length"
-        if truncated:
-            state["is_truncated"] = True
-        tokens: StepTokens | None = None
-        prompt_ids = response.prompt_token_ids
-        completion_ids = response.completion_token_ids
-        if completion_ids is not None and prompt_ids is not None:
-            tokens = {
-                "prompt_ids": prompt_ids,
-                "completion_ids": completion_ids,
-                "completion_logprobs": response.completion_logprobs,
-                "prompt_mask": [0] * len(prompt_ids),
-                "completion_mask": [1] * len(completion_ids),
-                "overlong_prompt": False,
-                "is_truncated": truncated,
-                "routed_experts": None,
-            }
-        step: TrajectoryStep = {
-            "prompt_len": prompt_len,
-            "prompt": prompt if prompt is not None else [],
-            "completion": completion,
-            "response": response,
-            "tokens": tokens,
-            "reward": None,
-            "advantage": None,
-            "is_truncated": truncated,
-            "trajectory_id": state.get("trajectory_id") or "",
-            "extras": {},
-        }
-        state["trajectory"].append(step)
-        if self.max_seq_len:
-            if tokens is not None:
-                seq_len = len(tokens["prompt_ids"]) + len(tokens["completion_ids"])
-            else:
-                seq_len = response.usage.prompt_tokens + response.usage.completion_tokens
-            if seq_len >= self.max_seq_len:
-                state["prompt_too_long"] = True
-                state["is_truncated"] = True
-
     # ------------------------------------------------------------------ scoring and groups
 
-    @overload
     async def run_rollout(
         self,
         input: Mapping[str, Any],
@@ -866,67 +488,19 @@ class Environment(ClassicEnvironmentMixin):
         *,
         rollout_index: int = 0,
         score: bool = True,
-    ) -> State: ...
-
-    @overload
-    async def run_rollout(
-        self,
-        input: Mapping[str, Any],
-        client: Client | Any,
-        model: str,
-        sampling_args: SamplingArgs | None = None,
-        *,
-        max_retries: int,
-        state_columns: list[str] | None = None,
-        env_client: Any = None,
-    ) -> RolloutOutput: ...
-
-    async def run_rollout(
-        self,
-        input: Mapping[str, Any],
-        client: Client | Any,
-        model: str,
-        sampling_args: SamplingArgs | None = None,
-        max_retries: int | None = None,
-        state_columns: list[str] | None = None,
-        env_client: Any = None,
-        *,
-        rollout_index: int = 0,
-        score: bool = True,
-    ) -> State | RolloutOutput:
-        """One complete rollout: generate, score (individual rewards), clean up.
-
-        Returns the rollout's :class:`State`. The classic (0.3.x) call shape, as trainers
-        such as prime-rl use it, returns the JSON-safe :class:`RolloutOutput` instead:
-        ``run_rollout(input, client=ClientConfig(...), model=..., sampling_args=...,
-        max_retries=..., state_columns=[...], env_client=...)``. It is recognised by any of
-        ``max_retries``, ``state_columns`` or ``env_client`` being given, a
-        :class:`~verifiers.ClientConfig` as ``client``, or an env client attached to the
-        environment (``env.env_client``). ``env_client`` (a
-        :class:`verifiers.serve.ZMQEnvClient`) runs the rollout in its env server;
-        ``max_retries`` retries a rollout that failed on infrastructure
-        (:class:`~verifiers.InfraError`, :class:`~verifiers.InvalidModelResponseError`).
-        """
-        if self._is_classic_call(client, max_retries, state_columns, env_client):
-            return await self._classic_run_rollout(
-                input, client, model, sampling_args, max_retries or 0, state_columns, env_client
-            )
+    ) -> State:
+        """One complete rollout: generate, score (individual rewards), clean up; returns its
+        :class:`State`."""
         state = await self.init_state(
             input, client, model, sampling_args, rollout_index=rollout_index
         )
-        try:
-            await self._drive(state)
-            if score and self.score_rollouts:
-                await self._score([state], group=False)
-        finally:
-            await self._cleanup(state)
+        await self._run_states([state], score=score, semaphore=None, group=False)
         return state
 
-    @overload
     async def run_group(
         self,
         input: Mapping[str, Any],
-        client: Client,
+        client: Client | Any,
         model: str,
         n: int,
         sampling_args: SamplingArgs | None = None,
@@ -934,83 +508,10 @@ class Environment(ClassicEnvironmentMixin):
         score: bool = True,
         semaphore: asyncio.Semaphore | None = None,
         first_index: int = 0,
-    ) -> list[State]: ...
-
-    @overload
-    async def run_group(
-        self,
-        group_inputs: list[dict[str, Any]] | list[Mapping[str, Any]],
-        client: Client | Any,
-        model: str,
-        sampling_args: SamplingArgs | None = None,
-        max_retries: int = 0,
-        state_columns: list[str] | None = None,
-        env_client: Any = None,
-    ) -> list[RolloutOutput]: ...
-
-    async def run_group(  # type: ignore[misc]
-        self,
-        input: Mapping[str, Any] | list[Mapping[str, Any]] | list[dict[str, Any]] | None = None,
-        client: Client | Any = None,
-        model: str | None = None,
-        *args: Any,
-        group_inputs: list[Mapping[str, Any]] | list[dict[str, Any]] | None = None,
-        n: int | None = None,
-        sampling_args: SamplingArgs | None = None,
-        max_retries: int | None = None,
-        state_columns: list[str] | None = None,
-        env_client: Any = None,
-        score: bool = True,
-        semaphore: asyncio.Semaphore | None = None,
-        first_index: int = 0,
-        **kwargs: Any,
-    ) -> list[State] | list[RolloutOutput]:
-        """``n`` rollouts of one example, scored together (group rewards see all of them).
-
-        ``run_group(input, client, model, n, sampling_args)``: returns the states.
-        ``semaphore`` bounds concurrent rollouts (concurrency counts rollouts, not groups).
-
-        The classic call shape ``run_group(group_inputs, client, model, sampling_args,
-        max_retries=0, state_columns=None, env_client=None)`` (a list, one input per rollout;
-        ``client`` may be a :class:`~verifiers.ClientConfig`) returns the rollouts'
-        :class:`RolloutOutput` records, as prime-rl reads them; with ``env_client`` the group
-        runs in that env server.
-        """
-        if group_inputs is not None:
-            input = group_inputs
-        if client is None or model is None or input is None:
-            raise ConfigError(
-                "run_group needs the inputs, a client and a model: run_group(input, client, "
-                "model, n, ...) or run_group(group_inputs, client, model, sampling_args, ...)"
-            )
-        if isinstance(input, list):
-            names = ("sampling_args", "max_retries", "state_columns", "env_client")
-            if len(args) > len(names):
-                raise ConfigError(
-                    f"run_group(group_inputs, client, model, ...) takes at most {len(names)} "
-                    f"more positional arguments ({', '.join(names)}), got {len(args)}"
-                )
-            given = dict(zip(names, args, strict=False))
-            if n is not None and not isinstance(n, int):
-                given.setdefault("sampling_args", n)
-            return await self._classic_run_group(
-                input,
-                client,
-                model,
-                given.get("sampling_args", sampling_args),
-                int(given.get("max_retries", max_retries) or 0),
-                given.get("state_columns", state_columns),
-                given.get("env_client", env_client),
-            )
-        if len(args) > 2:
-            raise ConfigError(
-                "run_group(input, client, model, n, sampling_args) takes at most 2 more "
-                f"positional arguments, got {len(args)}"
-            )
-        if args:
-            n = args[0]
-        if len(args) > 1:
-            sampling_args = args[1]
+    ) -> list[State]:
+        """``n`` rollouts of one example, scored together (group rewards see all of them);
+        returns their states. ``semaphore`` bounds concurrent rollouts (concurrency counts
+        rollouts, not groups)."""
         states = [
             await self.init_state(
                 input, client, model, sampling_args, rollout_index=first_index + i
@@ -1112,7 +613,7 @@ class Environment(ClassicEnvironmentMixin):
         """Runs first among the cleanup handlers: a text rollout's prompt and completion are
         in their message form (the rollout loop renders them before scoring already)."""
         if self.message_type == "completion":
-            _render_text_rollout(state)
+            render_text_rollout(state)
 
     async def cleanup(self, state: State) -> None:
         """Run the ``@vf.cleanup`` handlers for one rollout (highest priority first); a failing
@@ -1161,95 +662,6 @@ def _takes_named_context(handler: Any) -> bool:
     return "env" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def _render_text_rollout(state: State) -> None:
-    """A completions-API rollout as 0.3.x shows it to rewards and callers: ``prompt`` a list
-    with one text message, ``completion`` the model's turns as assistant messages and the
-    environment's text between them as text messages. The texts stay in ``prompt_text`` and
-    ``completion_text`` (the transcript, as trainers retokenize it)."""
-    from verifiers.messages import AssistantMessage, TextMessage
-
-    prompt, completion = state.get("prompt"), state.get("completion")
-    if not isinstance(prompt, str) or not isinstance(completion, str):
-        return
-    state["prompt_text"], state["completion_text"] = prompt, completion
-    transcript = prompt + completion
-    steps = [s for s in state.get("trajectory") or [] if isinstance(s.get("completion"), str)]
-    messages: list[Any] = []
-    pos = len(prompt)
-    for i, step in enumerate(steps):
-        start = int(step["prompt_len"])
-        if start > pos:  # text the environment added before this turn
-            messages.append(TextMessage(content=transcript[pos:start]))
-        end = start + len(step["completion"])
-        messages.append(AssistantMessage(content=transcript[start:end]))
-        pos = end
-        if i == len(steps) - 1 and pos < len(transcript):
-            messages.append(TextMessage(content=transcript[pos:]))
-    if not steps and completion:
-        messages.append(TextMessage(content=completion))
-    state["prompt"] = [TextMessage(content=prompt)]
-    state["completion"] = messages
-
-
-def _openai_tool(tool: Any) -> dict[str, Any]:
-    """A tool definition as an OpenAI function-tool schema: accepts that schema, a classic
-    ``vf.Tool`` or a ``{"name", "description", "parameters"}`` mapping."""
-    to_openai = getattr(tool, "to_openai", None)
-    if callable(to_openai):
-        return cast(dict[str, Any], to_openai())
-    if isinstance(tool, Mapping):
-        if isinstance(tool.get("function"), Mapping):
-            return dict(tool)
-        if "name" in tool:
-            fn: dict[str, Any] = {
-                "name": tool["name"],
-                "description": tool.get("description") or "",
-                "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
-            }
-            if tool.get("strict") is not None:
-                fn["strict"] = tool["strict"]
-            return {"type": "function", "function": fn}
-    raise ConfigError(
-        "each tool definition must be an OpenAI function-tool schema, a vf.Tool or a "
-        f"{{'name', 'description', 'parameters'}} mapping, not {type(tool).__name__}"
-    )
-
-
-def _classic_tools(
-    state: State, tools: list[dict[str, Any]] | None, schemas: list[dict[str, Any]] | None
-) -> list[Any] | None:
-    """The tools of a classic client's call, as ``vf.Tool`` records (``None`` for none):
-    the ``vf.Tool`` records of ``state["tool_defs"]`` themselves, as 0.3.x passes them,
-    unless ``tools`` replaces them for this call; else the schemas offered, converted."""
-    from verifiers.classic.models import Tool
-    from verifiers.clients.client import _as_tool
-
-    defs = state.get("tool_defs")
-    if tools is None and isinstance(defs, list) and defs and all(isinstance(t, Tool) for t in defs):
-        return list(defs)
-    return [_as_tool(t) for t in schemas] if schemas else None
-
-
-def _classic_usage(response: Any) -> Usage:
-    """A classic ``vf.Response``'s usage (``None``, a ``vf.Usage`` or a dict) as a
-    :class:`Usage`."""
-    usage = getattr(response, "usage", None)
-    if isinstance(usage, Usage):
-        return usage
-    if isinstance(usage, Mapping):
-
-        def field(key: str) -> int:
-            value = usage.get(key)
-            return value if isinstance(value, int) else 0
-
-        return Usage(
-            prompt_tokens=field("prompt_tokens"),
-            completion_tokens=field("completion_tokens"),
-            reasoning_tokens=field("reasoning_tokens"),
-        )
-    return Usage()
-
-
 _CUSTOM_ROLLOUT: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "verifiers_custom_rollout", default=False
 )
@@ -1267,12 +679,14 @@ def _error_record(e: BaseException) -> dict[str, Any]:
     }
 
 
-# classic (0.3.x) module-level names
-from verifiers.classic.extras import EnvironmentTeardown as EnvironmentTeardown  # noqa: E402
-from verifiers.classic.extras import RolloutCleanup as RolloutCleanup  # noqa: E402
-from verifiers.classic.extras import StopCondition as StopCondition  # noqa: E402
+class Environment(EnvironmentCore):
+    """Base class of every environment: :class:`EnvironmentCore`'s rollout loop, plus what the
+    rooms above the core register (:mod:`verifiers.extension_points`; ``import verifiers``
+    adds the classic 0.3.x methods, :class:`verifiers.classic.env_mixin.ClassicEnvironmentMixin`).
+    """
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
 
-__getattr__ = _forwarder(__name__)
+apply_environment_extensions(Environment)
+
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+__getattr__ = forwarder(__name__)

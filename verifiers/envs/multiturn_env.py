@@ -56,8 +56,8 @@ class MultiTurnEnv(Environment):
         """The environment's reply to the model's last message: the messages to append."""
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 from verifiers.rubrics.monitor_rubrics import (  # noqa: E402  (classic module-level name)
     MultiTurnMonitorRubric as MultiTurnMonitorRubric,
 )

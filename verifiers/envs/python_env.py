@@ -273,19 +273,9 @@ class PythonEnv(SandboxEnv):
 
 
 # classic (0.3.x) module-level names
-from verifiers.classic.extras import (  # noqa: E402
-    PythonWorkerDeadError as PythonWorkerDeadError,
-)
-from verifiers.classic.extras import (  # noqa: E402
-    PythonWorkerNotReadyError as PythonWorkerNotReadyError,
-)
-from verifiers.classic.extras import (  # noqa: E402
-    PythonWorkerRequestError as PythonWorkerRequestError,
-)
-from verifiers.classic.extras import PythonWorkerState as PythonWorkerState  # noqa: E402
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 from verifiers.rubrics.monitor_rubrics import (  # noqa: E402
     PythonMonitorRubric as PythonMonitorRubric,
 )

@@ -387,12 +387,9 @@ class SandboxEnv(StatefulToolEnv):
 
 
 # classic (0.3.x) module-level names
-from verifiers.classic.extras import SandboxCreationError as SandboxCreationError  # noqa: E402
-from verifiers.classic.extras import SandboxNotReadyError as SandboxNotReadyError  # noqa: E402
-from verifiers.classic.extras import SandboxState as SandboxState  # noqa: E402
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 from verifiers.rubrics.monitor_rubrics import (  # noqa: E402
     SandboxMonitorRubric as SandboxMonitorRubric,
 )

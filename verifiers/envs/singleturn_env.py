@@ -25,7 +25,7 @@ class SingleTurnEnv(MultiTurnEnv):
         raise NotImplementedError("env_response is not implemented for SingleTurnEnv")
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

@@ -14,9 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from verifiers.messages import AssistantMessage, TextMessage
 from verifiers.types import Messages, ModelResponse, State
 
-__all__ = ["ChatTranscript", "CompletionTranscript", "Transcript", "new_transcript"]
+__all__ = [
+    "ChatTranscript",
+    "CompletionTranscript",
+    "Transcript",
+    "new_transcript",
+    "render_text_rollout",
+]
 
 
 class Transcript:
@@ -77,3 +84,31 @@ class CompletionTranscript(Transcript):
 def new_transcript(state: State, message_type: str) -> Transcript:
     """The transcript for ``message_type`` (``"chat"`` or ``"completion"``)."""
     return ChatTranscript(state) if message_type == "chat" else CompletionTranscript(state)
+
+
+def render_text_rollout(state: State) -> None:
+    """A completions-API rollout as 0.3.x shows it to rewards and callers: ``prompt`` a list
+    with one text message, ``completion`` the model's turns as assistant messages and the
+    environment's text between them as text messages. The texts stay in ``prompt_text`` and
+    ``completion_text`` (the transcript, as trainers retokenize it)."""
+    prompt, completion = state.get("prompt"), state.get("completion")
+    if not isinstance(prompt, str) or not isinstance(completion, str):
+        return
+    state["prompt_text"], state["completion_text"] = prompt, completion
+    transcript = prompt + completion
+    steps = [s for s in state.get("trajectory") or [] if isinstance(s.get("completion"), str)]
+    messages: list[Any] = []
+    pos = len(prompt)
+    for i, step in enumerate(steps):
+        start = int(step["prompt_len"])
+        if start > pos:  # text the environment added before this turn
+            messages.append(TextMessage(content=transcript[pos:start]))
+        end = start + len(step["completion"])
+        messages.append(AssistantMessage(content=transcript[start:end]))
+        pos = end
+        if i == len(steps) - 1 and pos < len(transcript):
+            messages.append(TextMessage(content=transcript[pos:]))
+    if not steps and completion:
+        messages.append(TextMessage(content=completion))
+    state["prompt"] = [TextMessage(content=prompt)]
+    state["completion"] = messages

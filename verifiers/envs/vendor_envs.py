@@ -1,6 +1,6 @@
 """Classic (0.3.x) environment classes that depend on a vendor's service or a system verifiers
 does not run: ``TextArenaEnv``, ``BrowserEnv``, ``HarborEnv``, ``OpenEnvEnv``.
-(``CliAgentEnv`` runs here, on local sandboxes: :mod:`verifiers.envs.cli_agent_env`.)
+(``CliAgentEnv`` runs here, on local sandboxes: :mod:`verifiers.agents.cli_agent_env`.)
 
 They resolve (``vf.BrowserEnv``, ``from verifiers import HarborEnv``), so a module that imports
 them loads; constructing one raises a :class:`~verifiers.ConfigError` that names what it needs
@@ -70,7 +70,7 @@ class OpenEnvEnv(_NeedsService):
     )
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

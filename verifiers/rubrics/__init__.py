@@ -8,7 +8,7 @@ from verifiers.rubrics.rubric_group import RubricGroup
 __all__ = ["JudgeRubric", "MathRubric", "PairwiseJudgeRubric", "Rubric", "RubricGroup"]
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder
 
 __getattr__ = _forwarder(__name__)

@@ -68,7 +68,7 @@ def _boxed(text: str) -> str:
 
 
 # ``parse`` and ``verify`` here (the classic module-level names) are math-verify's own
-# functions, served on first use by the module ``__getattr__`` (verifiers.classic.forward);
+# functions, served on first use by the module ``__getattr__`` (verifiers.extension_points);
 # the checks call them through the module, so a replacement (a test's monkeypatch) is used
 
 
@@ -290,7 +290,7 @@ def verify_response(
     return score, time.perf_counter() - started
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

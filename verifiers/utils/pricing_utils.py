@@ -62,7 +62,7 @@ def format_cost_usd(cost_usd: float) -> str:
     return f"${cost_usd:.2f}" if cost_usd >= 1 else f"${cost_usd:.4f}"
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

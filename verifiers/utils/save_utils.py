@@ -15,11 +15,8 @@ has one step per model call: ``prompt`` and ``completion`` messages, ``response`
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
-from pathlib import Path
 from typing import Any
 
 from verifiers.classic.results_io import (  # 0.3.x's results files
@@ -35,6 +32,7 @@ from verifiers.classic.results_io import (  # 0.3.x's results files
 from verifiers.classic.types import RolloutOutput
 from verifiers.messages import to_plain
 from verifiers.types import ModelResponse, State, Usage
+from verifiers.utils.json_utils import is_json_serializable, make_serializable
 
 logger = logging.getLogger(__name__)
 
@@ -53,45 +51,6 @@ __all__ = [
     "states_to_outputs",
     "validate_resume_metadata",
 ]
-
-
-def make_serializable(
-    value: object,
-) -> str | int | float | bool | list[Any] | dict[str, Any] | None:
-    """``default=`` for ``json.dumps``/``orjson.dumps``: pydantic models as dicts, dates as ISO
-    text, paths as POSIX text, exceptions as their repr, mappings as dicts, anything else as
-    ``str``."""
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, type):
-        out: dict[str, Any] = dump(exclude_none=True)
-        return out
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return value.as_posix()
-    if isinstance(value, BaseException):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, Usage):
-        return value.as_dict()
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return str(value)
-
-
-def is_json_serializable(value: object) -> bool:
-    """True for JSON values (and what :func:`make_serializable` turns into one faithfully:
-    pydantic models, dates, paths, exceptions)."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return True
-    if isinstance(value, list | tuple):
-        return all(is_json_serializable(v) for v in value)
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and is_json_serializable(v) for k, v in value.items())
-    return hasattr(value, "model_dump") or isinstance(value, datetime | date | Path | BaseException)
 
 
 def _messages(messages: Any) -> Any:
@@ -317,7 +276,7 @@ def states_to_outputs(
     return [state_to_output(s, state_columns) for s in states]
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

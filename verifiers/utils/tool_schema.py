@@ -17,12 +17,12 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from verifiers.errors import ConfigError
 
-__all__ = ["function_to_tool_schema", "tool_name"]
+__all__ = ["as_openai_tool", "function_to_tool_schema", "tool_name"]
 
 _PRIMITIVES: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -203,3 +203,28 @@ def _json_safe(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _json_safe(v) for k, v in value.items())
     return False
+
+
+def as_openai_tool(tool: Any) -> dict[str, Any]:
+    """A tool definition as an OpenAI function-tool schema: accepts that schema, a classic
+    ``vf.Tool`` or the flat 0.3.x mapping (``name``, ``description``, ``parameters``, optional
+    ``strict``)."""
+    to_openai = getattr(tool, "to_openai", None)
+    if callable(to_openai):
+        return cast(dict[str, Any], to_openai())
+    if isinstance(tool, Mapping):
+        if isinstance(tool.get("function"), Mapping):
+            return {"type": "function", **tool, "function": dict(tool["function"])}
+        if "name" in tool:
+            fn: dict[str, Any] = {
+                "name": tool["name"],
+                "description": tool.get("description") or "",
+                "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+            }
+            if tool.get("strict") is not None:
+                fn["strict"] = tool["strict"]
+            return {"type": "function", "function": fn}
+    raise ConfigError(
+        "a tool definition must be a vf.Tool, a {'name', 'description', 'parameters'} mapping "
+        f"or an OpenAI function-tool schema, not {type(tool).__name__}: {tool!r:.120}"
+    )

@@ -50,9 +50,9 @@ def get_package_source_path(package_name: str) -> Path | None:
 
 def get_vf_version() -> str:
     """This verifiers' version."""
-    import verifiers
+    from verifiers._version import __version__
 
-    return verifiers.__version__
+    return __version__
 
 
 def get_vf_commit() -> str | None:
@@ -84,7 +84,7 @@ def get_env_commit(env_id: str) -> str | None:
     return None if source is None else get_commit_for_path(source)
 
 
-# names 0.3.x's version of this module imports, served on first use (verifiers.classic.forward)
-from verifiers.classic.forward import forwarder as _forwarder  # noqa: E402
+# names 0.3.x's version of this module imports, served on first use (verifiers.extension_points)
+from verifiers.extension_points import forwarder as _forwarder  # noqa: E402
 
 __getattr__ = _forwarder(__name__)

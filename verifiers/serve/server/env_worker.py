@@ -46,8 +46,8 @@ from verifiers.utils.async_utils import EventLoopLagMonitor, EventLoopLagStats
 from verifiers.utils.process_utils import monitor_death_pipe, set_proc_title
 
 if TYPE_CHECKING:
+    from verifiers.classic.env_mixin import ClassicEnvironment as Environment
     from verifiers.clients.base import Client
-    from verifiers.envs.environment import Environment
 
 __all__ = ["EnvWorker", "EnvWorkerStats"]
 

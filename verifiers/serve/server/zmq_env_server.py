@@ -49,8 +49,8 @@ from verifiers.serve.server.env_server import EnvServer
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
+    from verifiers.classic.env_mixin import ClassicEnvironment as Environment
     from verifiers.clients.base import Client
-    from verifiers.envs.environment import Environment
 
 __all__ = ["EnvServer", "ZMQEnvServer"]
 
