@@ -31,11 +31,8 @@ GENERATED: dict[str, str] = {
 #: "path::qualified.name" for a function); emptied when those branches are merged
 PENDING_OTHER_BRANCHES: frozenset[str] = frozenset(
     {
-        "verifiers/envs/environment.py",
         "verifiers/agents/interception.py",
         "hub_server/services/runs.py",
-        "verifiers/classic/generate.py::classic_generate",
-        "verifiers/evaluation.py::evaluate_async",
         "verifiers/sandbox/_agent.py::main",
     }
 )
