@@ -29,7 +29,7 @@ from verifiers.v1.errors import HarnessError, ModelError
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.harness import Harness
 from verifiers.v1.mcp.toolset import toolsets_of
-from verifiers.v1.runtimes import Runtime, RuntimeConfig, SubprocessConfig, make_runtime
+from verifiers.v1.runtimes import BwrapConfig, Runtime, RuntimeConfig, make_runtime
 from verifiers.v1.task import _type_arg
 from verifiers.v1.trace import ModelCall, TimeSpan
 from verifiers.v1.types import (
@@ -62,9 +62,10 @@ class ProgramHarnessConfig(HarnessConfig):
 
     runtime: RuntimeConfig | None = None
     """Where the program runs; None: the seat's ``runtime`` (``AgentConfig.runtime``), else
-    ``subprocess``."""
+    ``bwrap`` (a sandbox without network). ``subprocess`` (no isolation) only when named."""
     timeout: float = Field(default=3600.0, gt=0)
-    """Wall-clock seconds the program may run."""
+    """Wall-clock seconds the program may run (default one hour); past it the program is
+    stopped and the rollout ends with ``agent_timeout`` (``trace.is_timeout``)."""
 
 
 ProgramHarnessConfigT = TypeVar(
@@ -161,12 +162,13 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
 
     def runtime_config(self, agent: Agent) -> RuntimeConfig:
         """Where the program runs: the harness config's ``runtime``, else the seat's
-        (``AgentConfig.runtime``), else ``subprocess``."""
+        (``AgentConfig.runtime``), else ``bwrap``: model-written commands are sandboxed unless
+        a config names another runtime (``subprocess`` isolates nothing)."""
         if self.config.runtime is not None:
             return self.config.runtime
         seat = agent.config.runtime
         if not seat:
-            return SubprocessConfig()
+            return BwrapConfig()
         try:
             return _RUNTIME.validate_python(seat)
         except ValidationError as exc:
