@@ -49,6 +49,7 @@ def warn_not_isolated(who: str) -> bool:
     logger.warning("%s: %s", who, NOT_ISOLATED.format(user=user))
     return True
 
+
 _ROOT = Path(tempfile.gettempdir()) / f"vf-sandboxes-{os.getuid()}"
 _swept = False
 _private_root: Path | None = None

@@ -240,6 +240,12 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     break
                 if await self._answer(call, task, trace, agent, toolsets, hidden):
                     return True
+            if channel.limit_errors:
+                raise HarnessError(
+                    f"the {type(self).__name__} program went over the interception server's "
+                    f"limits after {trace.num_turns} model call(s): "
+                    + "; ".join(channel.limit_errors)
+                )
             if watcher.done() and not watcher.cancelled():
                 code = watcher.result()
                 if code != 0:
@@ -316,19 +322,22 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
     async def _next_call(
         channel: Channel, watcher: asyncio.Task[int], deadline: float
     ) -> InterceptedCall | None:
-        """The program's next request; None once it exited or its time is up."""
+        """The program's next request; None once it exited, went over the interception
+        server's limits or its time is up."""
         getter = asyncio.ensure_future(channel.next_call())
+        limit = asyncio.ensure_future(channel.limit_hit())
         try:
             await asyncio.wait(
-                {getter, watcher},
+                {getter, watcher, limit},
                 timeout=max(0.0, deadline - time.monotonic()),
                 return_when=asyncio.FIRST_COMPLETED,
             )
         finally:
-            if not getter.done():
-                getter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await getter
+            for waiter in (getter, limit):
+                if not waiter.done():
+                    waiter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiter
         if getter.done() and not getter.cancelled():
             return getter.result()
         return None
