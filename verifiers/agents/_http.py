@@ -87,13 +87,19 @@ async def read_body(reader: asyncio.StreamReader, length: int, timeout: float) -
     """Exactly ``length`` bytes of body, read in chunks into one buffer (never a second copy),
     all within ``timeout`` seconds: :class:`TimeoutError` past it,
     :class:`asyncio.IncompleteReadError` when the peer ends early."""
-    body = bytearray()
-    async with asyncio.timeout(timeout):
-        while len(body) < length:
-            chunk = await reader.read(min(_CHUNK, length - len(body)))
-            if not chunk:
-                raise asyncio.IncompleteReadError(bytes(body[-64:]), length)
-            body += chunk
+    body = bytearray(length)  # its final size: growing it would copy it
+    view = memoryview(body)
+    got = 0
+    try:
+        async with asyncio.timeout(timeout):
+            while got < length:
+                chunk = await reader.read(min(_CHUNK, length - got))
+                if not chunk:
+                    raise asyncio.IncompleteReadError(bytes(view[max(0, got - 64) : got]), length)
+                view[got : got + len(chunk)] = chunk
+                got += len(chunk)
+    finally:
+        view.release()
     return body
 
 

@@ -185,10 +185,11 @@ class Channel:
         """Record that the agent went over ``code`` (a limit's name) and the error answering
         it (the connection ends after it)."""
         self.stats["read_timeouts" if status == 408 else "over_budget"] += 1
+        if not self.limit_errors:  # once per rollout: the agent decides how often
+            logger.warning("interception: a rollout's agent went over %s: %s", code, message)
         if len(self.limit_errors) < _MAX_LIMIT_ERRORS:
             self.limit_errors.append(f"{code}: {message}")
         self._limit.set()
-        logger.warning("interception: a rollout's agent went over %s: %s", code, message)
         return HttpError(status, f"{code}: {message}", close=True, code=code)
 
     def _reserve(self, length: int) -> None:
