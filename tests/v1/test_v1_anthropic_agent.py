@@ -5,12 +5,20 @@ task's reward sees its tool results."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
+import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
+from verifiers.sandbox.bwrap import bwrap_available
 from verifiers.testing import OpenAITestServer
-from verifiers.v1.harnesses import ProgramHarness
+from verifiers.v1.harnesses import ProgramHarness, ProgramHarnessConfig
+from verifiers.v1.runtimes import SubprocessConfig
 from verifiers.v1.types import AssistantMessage, content_text
 
 PROGRAM = r"""
@@ -53,12 +61,57 @@ class EchoTask(vf.Task[Data]):
         return float(any(self.data.marker in content_text(m.content) for m in trace.tool_messages))
 
 
+SITE = os.path.realpath(sysconfig.get_paths()["purelib"])  # has the ``anthropic`` SDK
+SITE_INSIDE = "/opt/vf-site"
+
+
+def _others_can_enter(path: str) -> bool:
+    """Whether a sandbox's uid can reach ``path`` (every directory on the way is o+x)."""
+    parts = Path(path).parents
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [*parts, Path(path)])
+
+
+def _system_python_matches() -> bool:
+    found = shutil.which("python3", path="/usr/bin:/usr/local/bin")
+    if found is None:
+        return False
+    out = subprocess.run(
+        [found, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+    )
+    return out.stdout.strip() == str(tuple(sys.version_info[:2]))
+
+
+SYSTEM_PYTHON = _system_python_matches()
+#: the sandbox can run the program (else the test opts in to subprocess, by name)
+SANDBOXED = bwrap_available() and (SYSTEM_PYTHON or _others_can_enter(sys.base_prefix))
+
+
 class AnthropicProgram(ProgramHarness):
-    """The program above, run with this interpreter (which has the ``anthropic`` SDK)."""
+    """The program above, run in the default (bwrap) runtime: the sandbox's ``python3`` of
+    this interpreter's version, with this environment's site-packages (the ``anthropic`` SDK)
+    mounted read-only and on its path; where the sandbox has no such interpreter, this one's
+    installation is mounted too. Where neither can run in a sandbox here, the harness names
+    the ``subprocess`` runtime and runs this interpreter."""
+
+    def binds(self) -> dict[str, str]:
+        binds = {SITE: SITE_INSIDE}
+        if not SYSTEM_PYTHON:
+            base = os.path.realpath(sys.base_prefix)
+            binds[base] = base
+        return binds
 
     def command(self, task: Any, trace: Any, agent: Any) -> tuple[list[str], dict[str, str]]:
-        prompt = content_text(trace.messages[-1].content)
-        return [sys.executable, "-c", PROGRAM], {"TASK_PROMPT": prompt}
+        env = {"TASK_PROMPT": content_text(trace.messages[-1].content)}
+        if not SANDBOXED:
+            return [sys.executable, "-c", PROGRAM], env
+        python = "python3" if SYSTEM_PYTHON else os.path.realpath(sys.executable)
+        return [python, "-c", PROGRAM], {**env, "PYTHONPATH": SITE_INSIDE}
+
+
+def anthropic_program() -> AnthropicProgram:
+    if SANDBOXED:
+        return AnthropicProgram()
+    return AnthropicProgram(ProgramHarnessConfig(runtime=SubprocessConfig()))
 
 
 async def test_anthropic_sdk_program_gets_a_reward() -> None:
@@ -73,7 +126,7 @@ async def test_anthropic_sdk_program_gets_a_reward() -> None:
     task = EchoTask(Data(idx=0, prompt="print marker-9", marker="marker-9"))
     sampling = {"extra_body": {"return_token_ids": True}, "logprobs": True}
     async with OpenAITestServer(responder=respond) as server:
-        agent = vf.Agent(server.base_url, "policy", harness=AnthropicProgram(), sampling=sampling)
+        agent = vf.Agent(server.base_url, "policy", harness=anthropic_program(), sampling=sampling)
         trace = await agent.run(task)
     assert trace.ok, trace.errors
     assert trace.stop_condition == "agent_completed"

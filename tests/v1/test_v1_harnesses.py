@@ -142,7 +142,7 @@ def test_program_runs_in_the_seats_runtime_unless_its_config_names_one() -> None
     pinned = BashHarness(BashHarnessConfig(runtime=SubprocessConfig(memory_mb=64)))
     assert pinned.runtime_config(seat) == SubprocessConfig(memory_mb=64)
     bare = vf.Agent("http://127.0.0.1:1/v1", "m")
-    assert BashHarness().runtime_config(bare) == SubprocessConfig()
+    assert BashHarness().runtime_config(bare) == BwrapConfig()  # sandboxed unless named
     wrong = vf.Agent("http://127.0.0.1:1/v1", "m", vf.AgentConfig(runtime={"type": "vm"}))
     with pytest.raises(vf.HarnessError, match="bad runtime"):
         BashHarness().runtime_config(wrong)
@@ -341,3 +341,198 @@ async def test_program_harness_runs_task_toolsets_in_process() -> None:
     assert len(trace.nodes) == 7  # one branch: the hidden exchange is spliced back in
     # the model saw the toolset exchange on every later call
     assert [m.get("name") for m in programs[-1] if m["role"] == "tool"] == ["tally_bump", "bash"]
+
+
+# sandboxed by default ---------------------------------------------------------------------
+
+
+class _Listener:
+    """A local HTTP service on the host's 127.0.0.1 (standing in for the hub or any local
+    service) that counts the connections it gets."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.port = 0
+        self._server: Any = None
+
+    async def __aenter__(self) -> _Listener:
+        import asyncio
+
+        async def handle(reader: Any, writer: Any) -> None:
+            self.connections += 1
+            writer.write(b"HTTP/1.0 200 OK\r\nContent-Length: 15\r\n\r\nlistener-secret")
+            await writer.drain()
+            writer.close()
+
+        self._server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+
+
+PROBE = (
+    "import urllib.request\n"
+    "try:\n"
+    "    print(urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=5).read().decode())\n"
+    "except Exception as e:\n"
+    "    print('unreachable', type(e).__name__)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "harmed"),
+    [
+        pytest.param(None, False, id="default", marks=needs_bwrap),
+        pytest.param(SubprocessConfig(), True, id="subprocess-named"),
+    ],
+)
+async def test_model_commands_cannot_reach_the_host_unless_subprocess_is_named(
+    runtime: Any, harmed: bool, tmp_path: Any
+) -> None:
+    """The attack: a scripted model's bash calls read a host file outside the work dir (a
+    stand-in for the hub's database), call a local HTTP service and report their uid. With no
+    runtime set, all of it fails inside the sandbox; named ``subprocess`` (the control) it
+    works, which shows the probe would see the harm."""
+    import os
+    import shlex
+
+    secret = tmp_path / "hub.sqlite3"
+    secret.write_text("hub-database-secret")
+    async with _Listener() as listener:
+        respond = script(
+            ("bash", {"command": f"cat {shlex.quote(str(secret))}; echo status=$?"}),
+            ("bash", {"command": f"python3 -c {shlex.quote(PROBE.format(port=listener.port))}"}),
+            ("bash", {"command": "echo uid=$(id -u)"}),
+        )
+        task = ShellTask(Data(idx=0, prompt="look around", marker="x"))
+        async with OpenAITestServer(responder=respond) as server:
+            harness = BashHarness(BashHarnessConfig(runtime=runtime))
+            trace = await vf.Agent(server.base_url, "policy", harness=harness).run(task)
+    assert trace.ok, trace.errors
+    read, fetched, uid = (content_text(m.content) for m in trace.tool_messages)
+    assert ("hub-database-secret" in read) is harmed, read
+    assert ("listener-secret" in fetched) is harmed, fetched
+    assert (listener.connections > 0) is harmed
+    assert (f"uid={os.getuid()}" in uid) is harmed, uid
+    if not harmed:
+        assert "status=1" in read and "unreachable" in fetched and "uid=1000" in uid
+
+
+_OPT_IN = """
+import asyncio, sys
+import verifiers.v1 as vf
+from verifiers.testing import OpenAITestServer
+from verifiers.v1.harnesses import BashHarness, BashHarnessConfig
+from verifiers.v1.runtimes import SubprocessConfig
+
+def respond(request):
+    if any(m["role"] == "assistant" for m in request["messages"]):
+        return "done"
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}
+
+async def main():
+    runtime = SubprocessConfig() if sys.argv[1] == "subprocess" else None
+    async with OpenAITestServer(responder=respond) as server:
+        for i in range(3):
+            harness = BashHarness(BashHarnessConfig(runtime=runtime))
+            task = vf.Task(vf.TaskData(idx=i, prompt="go"))
+            trace = await vf.Agent(server.base_url, "m", harness=harness).run(task)
+            assert trace.ok and trace.num_turns == 2, trace.errors
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("runtime", "lines"),
+    [
+        pytest.param("subprocess", 1, id="subprocess-named"),
+        pytest.param("default", 0, id="default", marks=needs_bwrap),
+    ],
+)
+def test_naming_subprocess_prints_one_warning_line(runtime: str, lines: int) -> None:
+    """Three rollouts in a fresh process with no logging set up: naming ``subprocess`` prints
+    exactly one line saying nothing is isolated (and no Python warning besides); the default
+    runtime prints none."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _OPT_IN, runtime],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "default"},
+    )
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "does not isolate" in line]
+    assert len(warned) == lines, done.stderr
+    assert "RuntimeWarning" not in done.stderr
+    if lines:
+        assert "runtime type 'subprocess'" in warned[0] and "network" in warned[0]
+
+
+def test_no_bubblewrap_says_how_to_get_it_or_how_to_opt_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import asyncio
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    with pytest.raises(vf.HarnessError) as info:
+        asyncio.run(make_runtime(BwrapConfig()).start())
+    message = str(info.value)
+    assert "apt-get install bubblewrap" in message
+    assert "--env.<seat>.runtime.type subprocess" in message and "NO isolation" in message
+
+
+async def test_a_program_over_the_interception_budget_is_a_harness_error() -> None:
+    """Two bodies at once over the channel's byte budget: the second gets a 413 naming the
+    limit, and the rollout ends as errored with that reason (not as completed)."""
+
+    class Flood(ProgramHarness):
+        def command(self, task: Any, trace: Any, agent: Any) -> tuple[list[str], dict[str, str]]:
+            return ["python3", "-c", FLOOD_PROGRAM], {}
+
+    task = ShellTask(Data(idx=0, prompt="go", marker="x"))
+    async with OpenAITestServer(replies=["unused"]) as server:
+        trace = await vf.Agent(server.base_url, "policy", harness=Flood()).run(task)
+    assert not trace.ok
+    error = trace.errors[-1]
+    assert error.type == "HarnessError" and "max_channel_bytes" in error.message
+    assert trace.num_turns == 0
+
+
+#: two requests of 12 MiB at once on one channel (the default budget is 16 MiB): the first
+#: one's body stops half way (it holds its 12 MiB of budget while it arrives), the second is
+#: refused
+FLOOD_PROGRAM = r"""
+import json, os, socket, sys, threading, time
+base = os.environ["OPENAI_BASE_URL"]
+host, _, rest = base.partition("//")[2].partition("/")
+h, p = host.split(":")
+path = "/" + rest + "/chat/completions"
+body = json.dumps({"messages": [{"role": "user", "content": "x" * (12 << 20)}]}).encode()
+def send(out, part):
+    s = socket.create_connection((h, int(p)))
+    s.sendall(("POST %s HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (path, len(body))).encode())
+    try:
+        s.sendall(body[:part])
+    except OSError:
+        pass
+    s.settimeout(30)
+    try:
+        out.append(s.recv(200).decode(errors="replace"))
+    except OSError as e:
+        out.append(type(e).__name__)
+first = []
+threading.Thread(target=send, args=(first, len(body) // 2), daemon=True).start()
+time.sleep(0.5)
+second = []
+send(second, len(body))
+print(second[0][:12], flush=True)
+time.sleep(30)
+"""

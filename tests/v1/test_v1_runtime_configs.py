@@ -1,21 +1,34 @@
 """Runtime network policies: the shared allow/block rules (normalized, mutually exclusive,
 matched by scheme, host and port), the ``e2b`` config's rule shapes and the egress table its
-sandboxes would get, and that selecting ``e2b`` to run a program says it cannot run here."""
+sandboxes would get, that selecting ``e2b`` to run a program says it cannot run here, and that
+``network = false`` is enforced by the runtimes that accept it and refused by ``subprocess``."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
 import verifiers.v1 as vf
+from verifiers.sandbox.bwrap import bwrap_available
+from verifiers.sandbox.docker import docker_available
 from verifiers.v1.configs.runtime import NetworkPolicyConfig, network_rule_matches
 from verifiers.v1.errors import HarnessError
 from verifiers.v1.harnesses import BashHarness, BashHarnessConfig
-from verifiers.v1.runtimes import E2BConfig, RuntimeConfig, make_runtime
+from verifiers.v1.runtimes import (
+    BwrapConfig,
+    DockerConfig,
+    E2BConfig,
+    RuntimeConfig,
+    SubprocessConfig,
+    make_runtime,
+)
 from verifiers.v1.runtimes.e2b import _egress_update
 
+needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
+needs_docker = pytest.mark.skipif(not docker_available(), reason="no docker engine runs here")
 ROUTES = ["https://tunnel.example.com/intercept", "http://10.1.2.3:8000/mcp"]
 
 
@@ -127,3 +140,56 @@ def test_a_seat_asking_for_e2b_fails_its_harness_with_that_reason() -> None:
     seat = vf.Agent("http://127.0.0.1:1/v1", "m", vf.AgentConfig(runtime={"type": "e2b"}))
     with pytest.raises(HarnessError, match="e2b runtime is not available"):
         BashHarness().runtime_config(seat)
+
+
+# network = false: enforced, or refused where it cannot be -------------------------------------
+
+
+def test_subprocess_refuses_network_false_and_says_what_to_do() -> None:
+    assert SubprocessConfig().network is True  # honest: host processes have the host's network
+    with pytest.raises(ValidationError, match=r"cannot keep them off the network.*'bwrap'"):
+        SubprocessConfig(network=False)
+    seat = vf.Agent(
+        "http://127.0.0.1:1/v1",
+        "m",
+        vf.AgentConfig(runtime={"type": "subprocess", "network": False}),
+    )
+    with pytest.raises(HarnessError, match="cannot keep them off the network"):
+        BashHarness().runtime_config(seat)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param(BwrapConfig(network=False), id="bwrap", marks=needs_bwrap),
+        pytest.param(DockerConfig(network=False), id="docker", marks=needs_docker),
+    ],
+)
+async def test_network_false_keeps_programs_off_the_hosts_services(config: Any) -> None:
+    """A listener on the host's loopback and the internet's DNS are out of reach."""
+    hits = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal hits
+        hits += 1
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    probe = (
+        "import socket\n"
+        f"for host, p in (('127.0.0.1', {port}), ('1.1.1.1', 53)):\n"
+        "    try:\n"
+        "        socket.create_connection((host, p), timeout=3).close(); print('reached', host)\n"
+        "    except OSError as e:\n"
+        "        print('blocked', host, type(e).__name__)\n"
+    )
+    try:
+        async with make_runtime(config) as box:
+            result = await box.run(["python3", "-c", probe])
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert result.ok, result.stderr
+    assert "reached" not in result.stdout and result.stdout.count("blocked") == 2
+    assert hits == 0

@@ -11,7 +11,9 @@ or trainer's sampling arguments win over the agent's), records the step (token i
 and sends the answer back in the shape the agent asked for (streamed or not).
 
 The rollout ends when the agent exits, at ``max_turns`` (the call that reaches it is still
-answered), at ``timeout_seconds``, or on an error; then the sandbox is stopped, which ends
+answered), at ``timeout_seconds`` (default one hour: an agent that hangs is stopped and the
+rollout marked ``timed_out``), when the agent goes over the interception server's limits (its
+byte budget or body read timeout: recorded as the rollout's error), or on an error; then the sandbox is stopped, which ends
 everything the agent started. Grading happens outside the agent's sandbox: a reward function
 reads what :meth:`CliAgentEnv.post_rollout` kept (or, with ``keep_sandbox_for_scoring``, the
 sandbox itself, in which the agent no longer runs).
@@ -26,8 +28,10 @@ import asyncio
 import contextlib
 import logging
 import time
+import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from verifiers.decorators import cleanup, stop, teardown
 from verifiers.envs.multiturn_env import MultiTurnEnv
@@ -41,6 +45,18 @@ if TYPE_CHECKING:
 __all__ = ["AgentError", "CliAgentEnv"]
 
 logger = logging.getLogger(__name__)
+
+#: a rollout's default wall-clock limit (agent and scoring): an hour, what the v1 program
+#: harnesses allow their program too
+DEFAULT_TIMEOUT_SECONDS = 3600.0
+#: rollouts with a live sandbox at once, by default
+DEFAULT_MAX_LIVE_SANDBOXES = 32
+NO_BWRAP = (
+    "CliAgentEnv runs agents in a bwrap sandbox by default and bubblewrap is not installed: "
+    "`apt-get install bubblewrap` (Debian/Ubuntu; `dnf install bubblewrap` on Fedora), or name "
+    "another backend: sandbox_backend='docker' (a running engine) or, for trusted agents only, "
+    "sandbox_backend='subprocess' (NO isolation: the agent runs on this host)"
+)
 
 #: where the rollout's interception socket appears inside the sandbox
 SOCKET_INSIDE = "/run/vf/model.sock"
@@ -119,31 +135,42 @@ class CliAgentEnv(MultiTurnEnv):
         run_command: the shell command that runs the agent (``/bin/sh -c``), in the sandbox's
             work dir, with ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``OPENAI_MODEL`` set.
         max_turns: model calls per rollout (``-1``: no limit).
-        timeout_seconds: wall-clock limit per rollout; the agent is stopped when it passes.
+        timeout_seconds: wall-clock limit per rollout (agent and scoring); the agent is stopped
+            when it passes and the rollout marked ``timed_out``. Not given:
+            :attr:`DEFAULT_TIMEOUT_SECONDS` (3600, one hour); ``None`` or ``0``: no limit.
         environment_vars: more variables for the agent (the ones above cannot be overridden).
         keep_sandbox_for_scoring: keep the sandbox (with the agent stopped) until scoring is
             done, for reward functions that look into it (``state["sandbox"]``).
-        sandbox_backend: ``"bwrap"`` (default on Linux), ``"docker"`` (an engine on this
-            machine; ``docker_image`` needs ``python3``) or ``"subprocess"`` (no isolation:
-            trusted agents only).
+        sandbox_backend: ``"bwrap"`` (the default; needs bubblewrap: ``apt-get install
+            bubblewrap``), ``"docker"`` (an engine on this machine; ``docker_image`` needs
+            ``python3``) or ``"subprocess"`` (NO isolation: the agent runs on this host as this
+            user, with its network; trusted agents only, and it must be named: a one-line
+            warning is logged).
         sandbox_limits: :class:`verifiers.SandboxLimits`; ``memory_gb`` and ``disk_size_gb``
             (classic names) override it. The default allows 2 GiB of address space per process.
         ro_binds: host paths mounted read-only into each sandbox (``{host: inside}``), e.g. an
             agent's installed environment.
-        max_live_sandboxes: rollouts with a live sandbox at once (others wait).
-        max_request_bytes: largest request body the interception server accepts.
+        max_live_sandboxes: rollouts with a live sandbox at once (others wait). Default 32:
+            each sandbox may use ``memory_gb`` and its channel up to ``max_request_bytes`` of
+            this process's memory.
+        max_request_bytes: largest request body the interception server accepts; a rollout's
+            requests may hold as many body bytes at once (413 beyond).
+        request_read_timeout: seconds a request body may take to arrive (408 beyond).
         start_command: run in the background before the agent starts.
 
     The classic hosted-sandbox and tunnel options (``cpu_cores``,
     ``team_id``, ``interception_url``, ``poll_interval``, ...) are accepted and have no effect.
     """
 
+    #: the rollout's wall-clock limit when ``timeout_seconds`` is not given
+    DEFAULT_TIMEOUT_SECONDS: ClassVar[float] = DEFAULT_TIMEOUT_SECONDS
+
     def __init__(
         self,
         run_command: str,
         *,
         max_turns: int = -1,
-        timeout_seconds: float | None = None,
+        timeout_seconds: float | EllipsisType | None = ...,
         environment_vars: Mapping[str, str] | None = None,
         keep_sandbox_for_scoring: bool = False,
         sandbox_backend: str | None = None,
@@ -151,8 +178,9 @@ class CliAgentEnv(MultiTurnEnv):
         memory_gb: float | None = 2,
         disk_size_gb: float | None = None,
         ro_binds: Mapping[str, str] | None = None,
-        max_live_sandboxes: int = 256,
+        max_live_sandboxes: int = DEFAULT_MAX_LIVE_SANDBOXES,
         max_request_bytes: int = 16 << 20,
+        request_read_timeout: float = 60.0,
         start_command: str | None = None,
         docker_image: str | None = None,
         **kwargs: Any,
@@ -175,6 +203,16 @@ class CliAgentEnv(MultiTurnEnv):
                 f"machine) or subprocess backend, not {sandbox_backend!r}: the interception "
                 "socket is bind-mounted into the sandbox"
             )
+        if max_live_sandboxes < 1:
+            raise ConfigError(f"max_live_sandboxes must be at least 1, got {max_live_sandboxes}")
+        if not request_read_timeout > 0 or max_request_bytes <= 0:
+            raise ConfigError("max_request_bytes and request_read_timeout must be positive")
+        if sandbox_backend == "subprocess":
+            from verifiers.sandbox.subprocess_backend import warn_not_isolated
+
+            warn_not_isolated("CliAgentEnv(sandbox_backend='subprocess')")
+        if timeout_seconds is ...:
+            timeout_seconds = self.DEFAULT_TIMEOUT_SECONDS
         super().__init__(
             max_turns=max_turns, timeout_seconds=timeout_seconds, message_type="chat", **kwargs
         )
@@ -198,6 +236,7 @@ class CliAgentEnv(MultiTurnEnv):
         self.ro_binds = dict(ro_binds or {})
         self.max_live_sandboxes = max_live_sandboxes
         self.max_request_bytes = max_request_bytes
+        self.request_read_timeout = request_read_timeout
         self.start_command = start_command if start_command != "tail -f /dev/null" else None
         # the image for the docker backend (needs python3 for the relay); ignored elsewhere
         self.docker_image = docker_image
@@ -213,7 +252,9 @@ class CliAgentEnv(MultiTurnEnv):
 
         loop = asyncio.get_running_loop()
         if self._server is None or self._server_loop is not loop:
-            self._server = InterceptionServer(max_body_bytes=self.max_request_bytes)
+            self._server = InterceptionServer(
+                max_body_bytes=self.max_request_bytes, read_timeout=self.request_read_timeout
+            )
             self._server_loop = loop
             self._live = asyncio.Semaphore(self.max_live_sandboxes)
         return self._server
@@ -295,7 +336,14 @@ class CliAgentEnv(MultiTurnEnv):
             options["ro_binds"] = {**self.ro_binds, channel.path: SOCKET_INSIDE}
         if self.sandbox_backend == "docker" and self.docker_image:
             options["image"] = self.docker_image
-        sandbox = create_sandbox(self.sandbox_backend, limits=self.sandbox_limits, **options)
+        if self.sandbox_backend is None:
+            from verifiers.sandbox.bwrap import bwrap_available
+
+            if not bwrap_available():
+                raise SandboxError(NO_BWRAP)
+        with warnings.catch_warnings():  # subprocess: warned once, at construction
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sandbox = create_sandbox(self.sandbox_backend, limits=self.sandbox_limits, **options)
         await sandbox.start()
         return sandbox
 
@@ -342,17 +390,20 @@ class CliAgentEnv(MultiTurnEnv):
         state["agent_exit_code"] = code
 
     async def _next_call(self, state: State) -> InterceptedCall | None:
-        """The agent's next request, or None once it has exited."""
+        """The agent's next request, or None once it has exited or gone over the interception
+        server's limits."""
         channel: Channel = state["_agent_channel"]
         agent: asyncio.Task[None] = state["_agent_task"]
         getter = asyncio.ensure_future(channel.next_call())
+        limit = asyncio.ensure_future(channel.limit_hit())
         try:
-            await asyncio.wait({getter, agent}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({getter, agent, limit}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if not getter.done():
-                getter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await getter
+            for waiter in (getter, limit):
+                if not waiter.done():
+                    waiter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiter
         if getter.done() and not getter.cancelled():
             return getter.result()
         return None
@@ -367,7 +418,8 @@ class CliAgentEnv(MultiTurnEnv):
             while not await self._should_stop(state, state["prompt"]):
                 call = await self._next_call(state)
                 if call is None:
-                    self._agent_finished(state)
+                    if not self._over_limits(state):
+                        self._agent_finished(state)
                     continue
                 await self._answer(state, call)
         finally:
@@ -405,6 +457,21 @@ class CliAgentEnv(MultiTurnEnv):
         finally:
             state.pop("_current_call", None)
 
+    @staticmethod
+    def _over_limits(state: State) -> bool:
+        """Record (once) the interception limits the agent went over as the rollout's error;
+        whether it went over any."""
+        channel: Channel | None = state.get("_agent_channel")
+        if channel is None or not channel.limit_errors:
+            return False
+        if state.get("error") is None:
+            state["error"] = {
+                "type": "InterceptionLimitError",
+                "message": "the agent went over the interception server's limits: "
+                + "; ".join(channel.limit_errors),
+            }
+        return True
+
     def _agent_finished(self, state: State) -> None:
         state["agent_completed"] = True
         code = state.get("agent_exit_code")
@@ -421,6 +488,7 @@ class CliAgentEnv(MultiTurnEnv):
         channel: Channel | None = state.get("_agent_channel")
         if channel is not None:
             await channel.close()
+            self._over_limits(state)
         task: asyncio.Task[None] | None = state.get("_agent_task")
         sandbox: Sandbox | None = state.get("sandbox")
         for key in ("_agent_proc", "_agent_relay"):

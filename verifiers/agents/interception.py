@@ -20,8 +20,18 @@ takes it, calls the model through its own client (one trajectory step) and answe
 :meth:`InterceptedCall.answer`, which writes the response in the dialect and shape (streamed or
 not) the agent asked for; errors, too, come back in the agent's dialect.
 
-Bounds: request heads (32 KiB), bodies (``max_body_bytes``), connections and unanswered
-requests per channel. Closing a channel refuses what is pending and drops its connections.
+Bounds (the agent is untrusted; these keep the host's memory bounded whatever it sends):
+request heads (32 KiB), each body (``max_body_bytes``, 413), connections and unanswered requests
+per channel (dropped, 429), the body bytes a channel holds at once, being read or waiting for
+their answer (``max_channel_bytes``, 413) and all channels together (``max_total_bytes``, 413),
+and the time a body may take to arrive once its head has (``read_timeout``, 408). Going over
+the last three is recorded on the channel (:attr:`Channel.limit_errors`,
+:meth:`Channel.limit_hit`): the environment ends the rollout as errored. Closing a channel
+refuses what is pending and drops its connections.
+
+Modules: the HTTP slice (:mod:`verifiers.agents._http`), calls and request parsing
+(:mod:`verifiers.agents.calls`), the chat wire format (:mod:`verifiers.agents.wire`) and the relay
+(:mod:`verifiers.agents.forwarder`).
 """
 
 from __future__ import annotations
@@ -34,17 +44,38 @@ import os
 import secrets
 import shutil
 import tempfile
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
 import orjson
 
+from verifiers.agents._http import (
+    MAX_HEAD_BYTES,
+    Dialect,
+    HttpError,
+    dialect_error,
+    error_body,
+    linger,
+    parse_head,
+    read_body,
+    write_response,
+)
+from verifiers.agents.calls import (
+    AGENT_SAMPLING_KEYS,
+    MESSAGES_ROUTE,
+    InterceptedCall,
+    chat_call,
+    messages_call,
+)
+from verifiers.agents.forwarder import FORWARDER
+from verifiers.agents.wire import chat_completion_body, sse_events
 from verifiers.errors import ConfigError
-from verifiers.types import ModelResponse
 
 __all__ = [
+    "AGENT_SAMPLING_KEYS",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CHANNEL_BYTES",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "DEFAULT_READ_TIMEOUT",
     "FORWARDER",
     "Channel",
     "InterceptedCall",
@@ -55,106 +86,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MAX_HEAD_BYTES = 32 << 10
 DEFAULT_MAX_BODY_BYTES = 16 << 20
+DEFAULT_MAX_CHANNEL_BYTES = 16 << 20
+DEFAULT_MAX_TOTAL_BYTES = 256 << 20
+DEFAULT_READ_TIMEOUT = 60.0
 DEFAULT_MAX_PENDING = 4
 DEFAULT_MAX_CONNECTIONS = 16
-
-# the request keys passed on to the model as sampling arguments (the trainer's pinned ones win)
-AGENT_SAMPLING_KEYS = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "tool_choice",
-        "parallel_tool_calls",
-        "reasoning_effort",
-        "response_format",
-    }
-)
-
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    408: "Request Timeout",
-    411: "Length Required",
-    413: "Payload Too Large",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str, *, close: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.close = close
-
-
-Dialect = Literal["chat", "anthropic"]
-
-MESSAGES_ROUTE = b"/v1/messages"
-"""Anthropic's Messages endpoint (under the channel's base path)."""
-
-
-@dataclass(eq=False)
-class InterceptedCall:
-    """One model request of an agent, waiting for the environment's answer. Whatever the
-    agent's dialect, ``messages``, ``tools`` and ``sampling_args`` are in the chat-completions
-    shape; ``body`` is the request as the agent sent it."""
-
-    body: dict[str, Any]
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
-    stream: bool
-    include_usage: bool
-    sampling_args: dict[str, Any]
-    requested_model: str
-    dialect: Dialect = "chat"
-    received: float = field(default_factory=time.perf_counter)
-    _reply: asyncio.Future[tuple[int, bytes, bool]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-
-    @property
-    def done(self) -> bool:
-        return self._reply.done()
-
-    def answer(self, response: ModelResponse) -> None:
-        """Send ``response`` back to the agent in its dialect (as SSE events when it asked for
-        a stream)."""
-        if self._reply.done():
-            return
-        if self.dialect == "anthropic":
-            from verifiers.v1.dialects import anthropic
-
-            if self.stream:
-                payload = anthropic.stream_events(response, self.requested_model)
-            else:
-                payload = orjson.dumps(anthropic.response_body(response, self.requested_model))
-        elif self.stream:
-            payload = sse_events(response, self.requested_model, self.include_usage)
-        else:
-            payload = orjson.dumps(chat_completion_body(response, self.requested_model))
-        self._reply.set_result((200, payload, self.stream))
-
-    def fail(self, status: int, message: str, type_: str = "invalid_request_error") -> None:
-        """Answer with an error in the agent's dialect (OpenAI's shape with ``type_``, or
-        Anthropic's, whose type follows the status)."""
-        if not self._reply.done():
-            self._reply.set_result((status, _error(status, message, type_, self.dialect), False))
+_MAX_LIMIT_ERRORS = 8
 
 
 class Channel:
@@ -172,11 +110,23 @@ class Channel:
         self._pending: set[InterceptedCall] = set()
         self._listener: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
-        self._answering: set[asyncio.Task[Any]] = set()
-        self._handlers: set[asyncio.Task[Any]] = set()
+        self._answering: set[asyncio.Task[object]] = set()
+        self._handlers: set[asyncio.Task[object]] = set()
+        self._limit = asyncio.Event()
         self.closed = False
-        #: counts: requests accepted as calls, refused (auth, shape, size, flood), connections
-        self.stats: dict[str, int] = {"calls": 0, "refused": 0, "connections": 0}
+        #: counts: requests accepted as calls, refused (auth, shape, size, flood), connections,
+        #: requests refused for the byte budgets and bodies cut off by the read timeout
+        self.stats: dict[str, int] = {
+            "calls": 0,
+            "refused": 0,
+            "connections": 0,
+            "over_budget": 0,
+            "read_timeouts": 0,
+        }
+        #: bytes of request bodies this channel holds now (being read or awaiting an answer)
+        self.held_bytes = 0
+        #: what the agent went over (budgets, read timeout): the first few, each a sentence
+        self.limit_errors: list[str] = []
         self.model_name = "model"
 
     def base_path(self) -> str:
@@ -196,6 +146,11 @@ class Channel:
             call = await self._queue.get()
             if not call.done:
                 return call
+
+    async def limit_hit(self) -> None:
+        """Returns once the agent has gone over a byte budget or the read timeout (at once if
+        it already has): the rollout should end as errored (:attr:`limit_errors` says how)."""
+        await self._limit.wait()
 
     def pending(self) -> int:
         return sum(1 for c in self._pending if not c.done)
@@ -224,6 +179,56 @@ class Channel:
             os.unlink(self.path)
         self._server._channels.discard(self)
 
+    # limits ------------------------------------------------------------------------------
+
+    def _over_limit(self, status: int, code: str, message: str) -> HttpError:
+        """Record that the agent went over ``code`` (a limit's name) and the error answering
+        it (the connection ends after it)."""
+        self.stats["read_timeouts" if status == 408 else "over_budget"] += 1
+        if not self.limit_errors:  # once per rollout: the agent decides how often
+            logger.warning("interception: a rollout's agent went over %s: %s", code, message)
+        if len(self.limit_errors) < _MAX_LIMIT_ERRORS:
+            self.limit_errors.append(f"{code}: {message}")
+        self._limit.set()
+        return HttpError(status, f"{code}: {message}", close=True, code=code)
+
+    def _reserve(self, length: int) -> None:
+        """Count ``length`` bytes of body against the channel's and the server's budgets, or
+        raise the 413 of the one it would go over (nothing is read then)."""
+        server = self._server
+        if self.held_bytes + length > server.max_channel_bytes:
+            raise self._over_limit(
+                413,
+                "max_channel_bytes",
+                f"this rollout's requests would hold {self.held_bytes + length} bytes of body at "
+                f"once, over its budget of {server.max_channel_bytes} bytes (wait for an answer "
+                "before sending more)",
+            )
+        if server.held_bytes + length > server.max_total_bytes:
+            raise self._over_limit(
+                413,
+                "max_total_bytes",
+                f"the interception server holds {server.held_bytes} bytes of request bodies; "
+                f"{length} more would pass its budget of {server.max_total_bytes} bytes",
+            )
+        self.held_bytes += length
+        server.held_bytes += length
+
+    def _release(self, length: int) -> None:
+        self.held_bytes -= length
+        self._server.held_bytes -= length
+
+    async def _read_body(self, reader: asyncio.StreamReader, length: int) -> bytearray:
+        timeout = self._server.read_timeout
+        try:
+            return await read_body(reader, length, timeout)
+        except TimeoutError:
+            raise self._over_limit(
+                408,
+                "read_timeout",
+                f"the {length}-byte request body did not arrive within {timeout:g} seconds",
+            ) from None
+
     # HTTP --------------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -240,10 +245,11 @@ class Channel:
             while not self.closed:
                 try:
                     keep = await self._one_request(reader, writer)
-                except _HttpError as e:
+                except HttpError as e:
                     self.stats["refused"] += 1
-                    await _write(writer, e.status, _error_body(e.message), close=True)
-                    await _linger(reader, writer)
+                    payload = error_body(e.message, e.type_, e.code)
+                    await write_response(writer, e.status, payload, close=True)
+                    await linger(reader, writer)
                     return
                 if not keep:
                     return
@@ -264,71 +270,103 @@ class Channel:
     async def _one_request(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
+        """Read and answer one request; whether the connection stays open."""
         try:
             head = await reader.readuntil(b"\r\n\r\n")
         except asyncio.LimitOverrunError:
-            raise _HttpError(431, "request head too large", close=True) from None
+            raise HttpError(431, "request head too large", close=True) from None
         except asyncio.IncompleteReadError:
             return False
-        method, target, headers = _parse_head(head)
-        length_text = headers.get(b"content-length")
+        method, target, headers = parse_head(head)
+        length = self._content_length(headers)
+        self._reserve(length)
+        try:
+            if headers.get(b"expect", b"").lower() == b"100-continue" and length:
+                writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            keep = headers.get(b"connection", b"").lower() != b"close"
+            body = await self._read_body(reader, length) if length else bytearray()
+            path = target.split(b"?", 1)[0]
+            dialect: Dialect = "anthropic" if MESSAGES_ROUTE in path else "chat"
+            route = self._authorised_path(path, headers)
+            call = await self._route(writer, method, route, dialect, body, keep)
+            del body  # the call holds the parsed request; the raw bytes go
+            if call is None:
+                return keep
+            return await self._queue_and_answer(writer, call, keep)
+        finally:
+            self._release(length)
+
+    def _content_length(self, headers: Mapping[bytes, bytes]) -> int:
         if b"transfer-encoding" in headers:
-            raise _HttpError(411, "send the body with a Content-Length", close=True)
-        length = 0
-        if length_text is not None:
-            try:
-                length = int(length_text)
-            except ValueError:
-                raise _HttpError(400, "bad Content-Length", close=True) from None
-            if length < 0:
-                raise _HttpError(400, "bad Content-Length", close=True)
-        if length > self._server.max_body_bytes:
-            raise _HttpError(
-                413, f"request body over {self._server.max_body_bytes} bytes", close=True
-            )
-        if headers.get(b"expect", b"").lower() == b"100-continue" and length:
-            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        body = await reader.readexactly(length) if length else b""
-        keep = headers.get(b"connection", b"").lower() != b"close"
-        path = target.split(b"?", 1)[0]
-        dialect: Dialect = "anthropic" if MESSAGES_ROUTE in path else "chat"
-        route = self._authorised_path(path, headers)
+            raise HttpError(411, "send the body with a Content-Length", close=True)
+        text = headers.get(b"content-length")
+        if text is None:
+            return 0
+        try:
+            length = int(text)
+        except ValueError:
+            raise HttpError(400, "bad Content-Length", close=True) from None
+        if length < 0:
+            raise HttpError(400, "bad Content-Length", close=True)
+        limit = self._server.max_body_bytes
+        if length > limit:
+            raise HttpError(
+                413, f"max_body_bytes: request body over {limit} bytes", close=True,
+                code="max_body_bytes",
+            )  # fmt: skip
+        return length
+
+    async def _route(
+        self,
+        writer: asyncio.StreamWriter,
+        method: bytes,
+        route: bytes | None,
+        dialect: Dialect,
+        body: bytearray,
+        keep: bool,
+    ) -> InterceptedCall | None:
+        """The call a request makes, or None once it has been answered here (an error, or the
+        model list)."""
+        status, payload = 0, b""
         if route is None:
-            self.stats["refused"] += 1
-            error = _error(401, "invalid API key or path", "auth_error", dialect)
-            await _write(writer, 401, error)
-            return keep
-        if route == b"/v1/models" and method == b"GET":
-            data = {
-                "object": "list",
-                "data": [{"id": self.model_name, "object": "model", "owned_by": "verifiers"}],
-            }
-            await _write(writer, 200, orjson.dumps(data), close=not keep)
-            return keep
-        if route not in (b"/v1/chat/completions", MESSAGES_ROUTE):
-            self.stats["refused"] += 1
+            status = 401
+            payload = dialect_error(401, "invalid API key or path", "auth_error", dialect)
+        elif route == b"/v1/models" and method == b"GET":
+            model = {"id": self.model_name, "object": "model", "owned_by": "verifiers"}
+            await write_response(
+                writer, 200, orjson.dumps({"object": "list", "data": [model]}), close=not keep
+            )
+            return None
+        elif route not in (b"/v1/chat/completions", MESSAGES_ROUTE):
+            status = 404
             missing = (
                 f"no route {route.decode(errors='replace')}: this server answers POST "
                 ".../v1/chat/completions, POST .../v1/messages and GET .../v1/models"
             )
-            error = _error(404, missing, "invalid_request_error", dialect)
-            await _write(writer, 404, error)
-            return keep
-        if method != b"POST":
-            self.stats["refused"] += 1
-            await _write(writer, 405, _error(405, "use POST", "invalid_request_error", dialect))
-            return keep
-        try:
-            call = self._make_call(body) if dialect == "chat" else self._make_messages_call(body)
-        except _HttpError as e:
-            self.stats["refused"] += 1
-            error = _error(e.status, e.message, "invalid_request_error", dialect)
-            await _write(writer, e.status, error, close=not keep)
-            return keep
+            payload = dialect_error(404, missing, "invalid_request_error", dialect)
+        elif method != b"POST":
+            status = 405
+            payload = dialect_error(405, "use POST", "invalid_request_error", dialect)
+        else:
+            try:
+                if dialect == "chat":
+                    return chat_call(body, self.model_name)
+                return messages_call(body, self.model_name)
+            except HttpError as e:
+                status = e.status
+                payload = dialect_error(e.status, e.message, "invalid_request_error", dialect)
+        self.stats["refused"] += 1
+        await write_response(writer, status, payload, close=not keep)
+        return None
+
+    async def _queue_and_answer(
+        self, writer: asyncio.StreamWriter, call: InterceptedCall, keep: bool
+    ) -> bool:
+        """Hand ``call`` to the environment and write its answer; whether to keep going."""
         if self.pending() >= self._max_pending:
             self.stats["refused"] += 1
-            error = _error(429, "too many requests in flight", "rate_limit", dialect)
-            await _write(writer, 429, error)
+            error = dialect_error(429, "too many requests in flight", "rate_limit", call.dialect)
+            await write_response(writer, 429, error)
             return keep
         self.stats["calls"] += 1
         self._pending.add(call)
@@ -348,7 +386,7 @@ class Channel:
                 )
                 await writer.drain()
                 return False
-            await _write(writer, status, payload, close=not keep or self.closed)
+            await write_response(writer, status, payload, close=not keep or self.closed)
             return keep and not self.closed
         finally:
             self._answering.discard(task)
@@ -366,73 +404,6 @@ class Channel:
             return path
         return None
 
-    def _make_messages_call(self, raw: bytes) -> InterceptedCall:
-        """An Anthropic Messages request as a chat-shaped call (a request the dialect cannot
-        read is a 400 naming the field)."""
-        from verifiers.v1.dialects.anthropic import AnthropicDialect, AnthropicRequestError
-        from verifiers.v1.dialects.chat import message_to_wire
-
-        body = _json_object(raw)
-        dialect = AnthropicDialect()
-        try:
-            request = dialect.parse_request(body)
-            sampling = dialect.parse_sampling(body)
-        except AnthropicRequestError as e:
-            raise _HttpError(400, f"invalid request: {e}") from None
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in request.tools or []
-        ]
-        model = body.get("model")
-        return InterceptedCall(
-            body=body,
-            messages=[message_to_wire(m) for m in request.messages],
-            tools=tools or None,
-            stream=body.get("stream") is True,
-            include_usage=True,
-            sampling_args=sampling,
-            requested_model=model if isinstance(model, str) else self.model_name,
-            dialect="anthropic",
-        )
-
-    def _make_call(self, raw: bytes) -> InterceptedCall:
-        body = _json_object(raw)
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise _HttpError(400, "'messages' must be a non-empty list")
-        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-            raise _HttpError(400, "each message must be an object with a 'role'")
-        n = body.get("n")
-        if n not in (None, 1):
-            raise _HttpError(400, "only n=1 is supported")
-        tools = body.get("tools")
-        if tools is not None and not (
-            isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-        ):
-            raise _HttpError(400, "'tools' must be a list of objects")
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        args = {k: v for k, v in body.items() if k in AGENT_SAMPLING_KEYS and v is not None}
-        if "max_completion_tokens" in args:
-            args.setdefault("max_tokens", args.pop("max_completion_tokens"))
-        model = body.get("model")
-        return InterceptedCall(
-            body=body,
-            messages=messages,
-            tools=tools or None,
-            stream=bool(body.get("stream")),
-            include_usage=include_usage,
-            sampling_args=args,
-            requested_model=model if isinstance(model, str) else self.model_name,
-        )
-
 
 class InterceptionServer:
     """One per environment process: makes a :class:`Channel` per rollout.
@@ -441,6 +412,12 @@ class InterceptionServer:
         max_body_bytes: largest request body accepted (413 beyond).
         max_pending: unanswered requests per channel (429 beyond).
         max_connections: open connections per channel (further ones are dropped).
+        max_channel_bytes: body bytes one channel may hold at once, being read or waiting for
+            their answer (413 beyond, recorded as the rollout's error). Default 16 MiB: one
+            request of the largest size, or several smaller ones.
+        max_total_bytes: the same over all channels (default 256 MiB).
+        read_timeout: seconds a request body may take to arrive once its head has (408
+            beyond, recorded as the rollout's error). Default 60.
         directory: where the channels' sockets live (default: a new private temp dir).
     """
 
@@ -450,13 +427,33 @@ class InterceptionServer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_pending: int = DEFAULT_MAX_PENDING,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_channel_bytes: int | None = None,
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
         directory: str | None = None,
     ) -> None:
-        if max_body_bytes <= 0 or max_pending <= 0 or max_connections <= 0:
-            raise ConfigError("max_body_bytes, max_pending and max_connections must be positive")
+        if max_channel_bytes is None:
+            max_channel_bytes = max(DEFAULT_MAX_CHANNEL_BYTES, max_body_bytes)
+        sizes = (max_body_bytes, max_pending, max_connections, max_channel_bytes, max_total_bytes)
+        if min(sizes) <= 0 or not read_timeout > 0:
+            raise ConfigError(
+                "max_body_bytes, max_pending, max_connections, max_channel_bytes, "
+                "max_total_bytes and read_timeout must be positive"
+            )
+        if max_body_bytes > min(max_channel_bytes, max_total_bytes):
+            raise ConfigError(
+                f"max_body_bytes ({max_body_bytes}) is over the byte budget "
+                f"(max_channel_bytes {max_channel_bytes}, max_total_bytes {max_total_bytes}): "
+                "no request of that size could be taken"
+            )
         self.max_body_bytes = max_body_bytes
         self.max_pending = max_pending
         self.max_connections = max_connections
+        self.max_channel_bytes = max_channel_bytes
+        self.max_total_bytes = max_total_bytes
+        self.read_timeout = read_timeout
+        #: bytes of request bodies all channels hold now
+        self.held_bytes = 0
         self._given_dir = directory
         self._dir: str | None = None
         self._channels: set[Channel] = set()
@@ -496,225 +493,3 @@ class InterceptionServer:
         if self._dir is not None and self._given_dir is None:
             shutil.rmtree(self._dir, ignore_errors=True)
         self._dir = None
-
-
-# wire formats ------------------------------------------------------------------------------
-
-
-def _parse_head(head: bytes) -> tuple[bytes, bytes, dict[bytes, bytes]]:
-    lines = head[:-4].split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
-        raise _HttpError(400, "not an HTTP/1.1 request", close=True)
-    headers: dict[bytes, bytes] = {}
-    if len(lines) > 101:
-        raise _HttpError(431, "too many header fields", close=True)
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep:
-            raise _HttpError(400, "malformed header line", close=True)
-        headers[name.strip().lower()] = value.strip()
-    return parts[0], parts[1], headers
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise _HttpError(400, "the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise _HttpError(400, "the body must be a JSON object")
-    return body
-
-
-def _error_body(message: str, type_: str = "invalid_request_error") -> bytes:
-    return orjson.dumps({"error": {"message": message, "type": type_, "code": None}})
-
-
-def _error(status: int, message: str, type_: str, dialect: Dialect) -> bytes:
-    """An error body in ``dialect``'s shape (Anthropic's type follows the status)."""
-    if dialect == "anthropic":
-        from verifiers.v1.dialects.anthropic import error_body
-
-        return orjson.dumps(error_body(status, message))
-    return _error_body(message, type_)
-
-
-async def _write(
-    writer: asyncio.StreamWriter, status: int, payload: bytes, *, close: bool = False
-) -> None:
-    head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
-    )
-    writer.write(head.encode() + payload)
-    await writer.drain()
-
-
-def _message_out(response: ModelResponse) -> dict[str, Any]:
-    msg = response.message
-    out: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
-    calls = msg.get("tool_calls")
-    if calls:
-        out["tool_calls"] = [
-            {
-                "id": c.get("id") or f"call_{i}",
-                "type": "function",
-                "function": {
-                    "name": c["function"]["name"],
-                    "arguments": c["function"].get("arguments") or "{}",
-                },
-            }
-            for i, c in enumerate(calls)
-        ]
-    reasoning = msg.get("reasoning_content")
-    if reasoning:
-        out["reasoning_content"] = reasoning
-    return out
-
-
-def _usage(response: ModelResponse) -> dict[str, int]:
-    u = response.usage
-    return {
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "total_tokens": u.prompt_tokens + u.completion_tokens,
-    }
-
-
-def _finish(response: ModelResponse) -> str:
-    if response.finish_reason:
-        return response.finish_reason
-    return "tool_calls" if response.message.get("tool_calls") else "stop"
-
-
-def chat_completion_body(response: ModelResponse, model: str) -> dict[str, Any]:
-    """``response`` as an OpenAI ``chat.completion`` object."""
-    return {
-        "id": response.id or f"chatcmpl-{secrets.token_hex(8)}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": _message_out(response),
-                "finish_reason": _finish(response),
-                "logprobs": None,
-            }
-        ],
-        "usage": _usage(response),
-    }
-
-
-def sse_events(response: ModelResponse, model: str, include_usage: bool) -> bytes:
-    """``response`` as the server-sent events of a streamed ``chat.completion.chunk``."""
-    base = {
-        "id": response.id or f"chatcmpl-{secrets.token_hex(8)}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
-    message = _message_out(response)
-    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
-    if message.get("reasoning_content"):
-        delta["reasoning_content"] = message["reasoning_content"]
-    chunks: list[dict[str, Any]] = [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-    ]
-    for i, call in enumerate(message.get("tool_calls") or []):
-        tc = {"index": i, **call}
-        chunks.append(
-            {
-                **base,
-                "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}],
-            }
-        )
-    chunks.append(
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": _finish(response)}]}
-    )
-    if include_usage:
-        chunks.append({**base, "choices": [], "usage": _usage(response)})
-    out = b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks)
-    return out + b"data: [DONE]\n\n"
-
-
-async def _linger(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    *,
-    seconds: float = 2.0,
-    limit: int = 8 << 20,
-) -> None:
-    """A lingering close after an error answer: end our side, then read and discard what the
-    client is still sending (bounded in time and bytes), so that closing the connection with
-    unread data does not reset it before the client has read the answer."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    with contextlib.suppress(Exception):
-        if writer.can_write_eof():
-            writer.write_eof()
-        while limit > 0:
-            left = deadline - loop.time()
-            if left <= 0:
-                return
-            chunk = await asyncio.wait_for(reader.read(1 << 16), timeout=left)
-            if not chunk:
-                return
-            limit -= len(chunk)
-
-
-# the in-sandbox relay ----------------------------------------------------------------------
-
-#: Standard-library Python run inside the sandbox: listens on 127.0.0.1 (port 0: the kernel
-#: picks one, printed as the first line of output) and relays each connection to the Unix
-#: socket given as its argument.
-FORWARDER = r"""
-import asyncio, sys
-SOCK = sys.argv[1]
-async def pipe(r, w):
-    try:
-        while True:
-            data = await r.read(65536)
-            if not data:
-                break
-            w.write(data)
-            await w.drain()
-    except Exception:
-        # the far side is gone: read (and drop) a little more of this side, so that it is not
-        # reset before it has read the far side's last answer
-        try:
-            left = 4 << 20
-            while left > 0:
-                data = await r.read(65536)
-                if not data:
-                    break
-                left -= len(data)
-        except Exception:
-            pass
-    finally:
-        try:
-            if w.can_write_eof():
-                w.write_eof()
-        except Exception:
-            pass
-async def handle(cr, cw):
-    try:
-        ur, uw = await asyncio.open_unix_connection(SOCK)
-    except OSError:
-        cw.close()
-        return
-    await asyncio.gather(pipe(cr, uw), pipe(ur, cw))
-    for w in (cw, uw):
-        try:
-            w.close()
-        except Exception:
-            pass
-async def main():
-    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
-    print(srv.sockets[0].getsockname()[1], flush=True)
-    async with srv:
-        await srv.serve_forever()
-asyncio.run(main())
-"""

@@ -211,6 +211,51 @@ def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
     return data, fds
 
 
+def _handle(
+    data: bytes,
+    fds: "list[int]",
+    workdir: str,
+    jobs: "dict[int, _Job]",
+    by_id: "dict[int, _Job]",
+) -> "tuple[object, ...] | None":
+    """One message of the host: ``run`` a command (its fds passed along) or ``kill`` one. The
+    words to send back at once, if any (a command that could not be started)."""
+    fields = data.split(b"\0")[:-1]
+    op = fields[0] if fields else b""
+    if op == b"run" and len(fields) >= 7:
+        run = fields[1:]
+        job_id = int(run[0])
+        start = time.monotonic()
+        try:
+            pid = os.fork()
+        except OSError as e:  # the process limit is full (a fork bomb): the command fails
+            try:
+                os.write(
+                    fds[-1],
+                    f"sandbox: cannot start the command (fork failed: {e.strerror})\n".encode(),
+                )
+            except OSError:
+                pass
+            for fd in fds:
+                os.close(fd)
+            return ("exit", job_id, 126, 0, 0.0, 0.0, 0)
+        if pid == 0:
+            _child(run, fds, workdir)
+        for fd in fds:
+            os.close(fd)
+        timeout = float(run[1]) if run[1] else None
+        job = _Job(job_id, pid, start, start + timeout if timeout is not None else None)
+        jobs[pid] = job
+        by_id[job.id] = job
+    else:
+        for fd in fds:
+            os.close(fd)
+        target = by_id.get(int(fields[1])) if op == b"kill" and len(fields) > 1 else None
+        if target is not None:
+            _kill(target.pid)
+    return None
+
+
 def main() -> None:
     sock = _socket.socket(fileno=int(sys.argv[1]))
     settings = dict(arg.partition("=")[::2] for arg in sys.argv[2:])
@@ -282,42 +327,6 @@ def main() -> None:
                 usage.ru_maxrss,
             )
 
-    def handle(data: bytes, fds: list) -> None:  # type: ignore[type-arg]
-        fields = data.split(b"\0")[:-1]
-        op = fields[0] if fields else b""
-        if op == b"run" and len(fields) >= 7:
-            run = fields[1:]
-            job_id = int(run[0])
-            start = time.monotonic()
-            try:
-                pid = os.fork()
-            except OSError as e:  # the process limit is full (a fork bomb): the command fails
-                try:
-                    os.write(
-                        fds[-1],
-                        f"sandbox: cannot start the command (fork failed: {e.strerror})\n".encode(),
-                    )
-                except OSError:
-                    pass
-                for fd in fds:
-                    os.close(fd)
-                send("exit", job_id, 126, 0, 0.0, 0.0, 0)
-                return
-            if pid == 0:
-                _child(run, fds, workdir)
-            for fd in fds:
-                os.close(fd)
-            timeout = float(run[1]) if run[1] else None
-            job = _Job(job_id, pid, start, start + timeout if timeout is not None else None)
-            jobs[pid] = job
-            by_id[job.id] = job
-        else:
-            for fd in fds:
-                os.close(fd)
-            target = by_id.get(int(fields[1])) if op == b"kill" and len(fields) > 1 else None
-            if target is not None:
-                _kill(target.pid)
-
     # poll, not select: the inherited socket's number can be above FD_SETSIZE
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN)
@@ -346,7 +355,9 @@ def main() -> None:
                 data, fds = b"", []
             if not data:
                 shutdown()
-            handle(data, fds)
+            failed = _handle(data, fds, workdir, jobs, by_id)
+            if failed is not None:
+                send(*failed)
         now = time.monotonic()
         for job in jobs.values():
             if job.deadline is not None and not job.timed_out and now >= job.deadline:

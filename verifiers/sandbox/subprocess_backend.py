@@ -9,6 +9,7 @@ removed at stop (directories of a process that was SIGKILLed are removed by the 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import stat
@@ -21,7 +22,33 @@ from typing import Any
 from verifiers.sandbox._local import AgentSandbox
 from verifiers.sandbox.base import SandboxLimits, base_env
 
-__all__ = ["SubprocessSandbox"]
+__all__ = ["NOT_ISOLATED", "SubprocessSandbox", "warn_not_isolated"]
+
+logger = logging.getLogger("verifiers.sandbox")
+
+NOT_ISOLATED = (
+    "the subprocess runtime does not isolate anything: model-written commands run on this "
+    "host as {user}, can read and write its files and reach its network and local services"
+)
+_warned: set[str] = set()
+
+
+def warn_not_isolated(who: str) -> bool:
+    """Log, once per process for ``who``, the one-line warning that ``subprocess`` isolates
+    nothing (a WARNING of the ``verifiers.sandbox`` logger: shown with no logging set up).
+    True when it was logged now."""
+    if who in _warned:
+        return False
+    _warned.add(who)
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid {os.getuid()}"
+    logger.warning("%s: %s", who, NOT_ISOLATED.format(user=user))
+    return True
+
 
 _ROOT = Path(tempfile.gettempdir()) / f"vf-sandboxes-{os.getuid()}"
 _swept = False

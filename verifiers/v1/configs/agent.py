@@ -42,7 +42,8 @@ class AgentConfig(Config):
     harness: SerializeAsAny[HarnessConfig] | None = None
     """The seat's program (None = the taskset's bundled harness, else the default one)."""
     runtime: dict[str, Any] = Field(default_factory=dict)
-    """Where the harness program runs (``{"type": "subprocess"}`` ...); the in-process
+    """Where the harness program runs (``{"type": "bwrap"}``, the default when empty; ``docker``;
+    ``subprocess`` isolates nothing and must be named); the in-process
     ``null`` harness ignores it, program harnesses read it."""
     model: str | None = None
     """Model id (None = the run's model)."""

@@ -29,7 +29,7 @@ from verifiers.v1.errors import HarnessError, ModelError
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.harness import Harness
 from verifiers.v1.mcp.toolset import toolsets_of
-from verifiers.v1.runtimes import Runtime, RuntimeConfig, SubprocessConfig, make_runtime
+from verifiers.v1.runtimes import BwrapConfig, Runtime, RuntimeConfig, make_runtime
 from verifiers.v1.task import _type_arg
 from verifiers.v1.trace import ModelCall, TimeSpan
 from verifiers.v1.types import (
@@ -62,9 +62,10 @@ class ProgramHarnessConfig(HarnessConfig):
 
     runtime: RuntimeConfig | None = None
     """Where the program runs; None: the seat's ``runtime`` (``AgentConfig.runtime``), else
-    ``subprocess``."""
+    ``bwrap`` (a sandbox without network). ``subprocess`` (no isolation) only when named."""
     timeout: float = Field(default=3600.0, gt=0)
-    """Wall-clock seconds the program may run."""
+    """Wall-clock seconds the program may run (default one hour); past it the program is
+    stopped and the rollout ends with ``agent_timeout`` (``trace.is_timeout``)."""
 
 
 ProgramHarnessConfigT = TypeVar(
@@ -161,12 +162,13 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
 
     def runtime_config(self, agent: Agent) -> RuntimeConfig:
         """Where the program runs: the harness config's ``runtime``, else the seat's
-        (``AgentConfig.runtime``), else ``subprocess``."""
+        (``AgentConfig.runtime``), else ``bwrap``: model-written commands are sandboxed unless
+        a config names another runtime (``subprocess`` isolates nothing)."""
         if self.config.runtime is not None:
             return self.config.runtime
         seat = agent.config.runtime
         if not seat:
-            return SubprocessConfig()
+            return BwrapConfig()
         try:
             return _RUNTIME.validate_python(seat)
         except ValidationError as exc:
@@ -238,6 +240,12 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     break
                 if await self._answer(call, task, trace, agent, toolsets, hidden):
                     return True
+            if channel.limit_errors:
+                raise HarnessError(
+                    f"the {type(self).__name__} program went over the interception server's "
+                    f"limits after {trace.num_turns} model call(s): "
+                    + "; ".join(channel.limit_errors)
+                )
             if watcher.done() and not watcher.cancelled():
                 code = watcher.result()
                 if code != 0:
@@ -314,19 +322,22 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
     async def _next_call(
         channel: Channel, watcher: asyncio.Task[int], deadline: float
     ) -> InterceptedCall | None:
-        """The program's next request; None once it exited or its time is up."""
+        """The program's next request; None once it exited, went over the interception
+        server's limits or its time is up."""
         getter = asyncio.ensure_future(channel.next_call())
+        limit = asyncio.ensure_future(channel.limit_hit())
         try:
             await asyncio.wait(
-                {getter, watcher},
+                {getter, watcher, limit},
                 timeout=max(0.0, deadline - time.monotonic()),
                 return_when=asyncio.FIRST_COMPLETED,
             )
         finally:
-            if not getter.done():
-                getter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await getter
+            for waiter in (getter, limit):
+                if not waiter.done():
+                    waiter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiter
         if getter.done() and not getter.cancelled():
             return getter.result()
         return None

@@ -1,9 +1,10 @@
 """Runtimes: where an agent program (a harness's process) runs.
 
 A :class:`Runtime` runs commands and long-lived processes and reads and writes files; the
-built-in ones are our sandboxes (:mod:`verifiers.sandbox`): ``subprocess`` (the host, no
-isolation: trusted programs only), ``bwrap`` (a user-namespace sandbox on this machine) and
-``docker`` (where an engine runs). A runtime is created stopped; :meth:`Runtime.start` takes the
+built-in ones are our sandboxes (:mod:`verifiers.sandbox`): ``bwrap`` (a user-namespace
+sandbox on this machine, the default of program harnesses), ``docker`` (where an engine runs)
+and ``subprocess`` (the host, no isolation: trusted programs only, never a default, a one-line
+warning when chosen). A runtime is created stopped; :meth:`Runtime.start` takes the
 host paths to bind into it (the interception socket of the rollout).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from verifiers.v1.errors import HarnessError
 from verifiers.v1.runtimes.e2b import E2B_UNAVAILABLE, E2BConfig
@@ -37,6 +38,20 @@ __all__ = [
 
 _BASE_LABELS: list[str] = []
 
+SUBPROCESS_NETWORK = (
+    "the subprocess runtime runs programs as host processes and cannot keep them off the "
+    "network: use type = 'bwrap' (no network unless network = true) or 'docker' for "
+    "network = false, or drop network = false to accept the host's network"
+)
+NO_BWRAP = (
+    "the bwrap runtime (the default for program harnesses) needs bubblewrap, which is not "
+    "installed: `apt-get install bubblewrap` (Debian/Ubuntu; `dnf install bubblewrap` on "
+    "Fedora). Or choose another runtime by name: type = 'docker' (a running engine), or "
+    "type = 'subprocess' (NO isolation: model-written commands run on this host), e.g. "
+    "`--env.<seat>.runtime.type subprocess`, AgentConfig(runtime={'type': 'subprocess'}) or "
+    "ProgramHarnessConfig(runtime=SubprocessConfig())"
+)
+
 
 def set_base_sandbox_labels(labels: list[str]) -> None:
     """Set the process-wide labels every sandbox a runtime of this process starts carries,
@@ -60,7 +75,10 @@ def base_sandbox_labels() -> list[str]:
 class _RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     network: bool = False
-    """Let programs reach the network (the model endpoint is reachable either way)."""
+    """Let programs reach the network (the model endpoint is reachable either way). False is
+    enforced: ``bwrap`` gives the program a network namespace of its own with nothing but
+    loopback, ``docker`` runs it with ``--network none``; ``subprocess`` cannot and refuses
+    it."""
     memory_mb: int | None = 2048
     cpu_seconds: int | None = 600
     processes: int | None = 256
@@ -74,9 +92,21 @@ class _RuntimeConfig(BaseModel):
 
 
 class SubprocessConfig(_RuntimeConfig):
-    """Programs run as host processes in a private temp dir: no isolation (trusted code)."""
+    """Programs run as host processes in a private temp dir: NO isolation (trusted code only).
+    Never a default: a harness runs here only when its config names ``type = "subprocess"``,
+    and the first start in a process logs a one-line warning saying so. It cannot keep
+    programs off the network, so ``network`` is always true here (false is refused)."""
 
     type: Literal["subprocess"] = "subprocess"
+    network: bool = True
+    """Always true: host processes reach the host's network (``false`` is refused)."""
+
+    @field_validator("network")
+    @classmethod
+    def _network_is_the_hosts(cls, value: bool) -> bool:
+        if not value:
+            raise ValueError(SUBPROCESS_NETWORK)
+        return value
 
 
 class BwrapConfig(_RuntimeConfig):
@@ -184,12 +214,21 @@ class Runtime:
             raise ValueError(
                 "the subprocess runtime runs on the host and binds nothing; use the host paths"
             )
+        if isinstance(config, BwrapConfig):
+            from verifiers.sandbox.bwrap import bwrap_available
+
+            if not bwrap_available():
+                raise HarnessError(NO_BWRAP)
         if isinstance(config, SubprocessConfig):
             import warnings
 
-            with warnings.catch_warnings():  # the harness chose it knowingly
+            from verifiers.sandbox.subprocess_backend import warn_not_isolated
+
+            # named by the config: one warning line per process instead of one per sandbox
+            warn_not_isolated("runtime type 'subprocess'")
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                sandbox = create_sandbox(config.type, limits=limits, network=config.network)
+                sandbox = create_sandbox(config.type, limits=limits, network=True)
         else:
             sandbox = create_sandbox(config.type, limits=limits, network=config.network, **options)
         sandbox.labels = list(self.labels)
