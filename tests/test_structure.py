@@ -31,9 +31,7 @@ GENERATED: dict[str, str] = {
 #: "path::qualified.name" for a function); emptied when those branches are merged
 PENDING_OTHER_BRANCHES: frozenset[str] = frozenset(
     {
-        "verifiers/agents/interception.py",
         "hub_server/services/runs.py",
-        "verifiers/sandbox/_agent.py::main",
     }
 )
 
