@@ -39,6 +39,7 @@ __all__ = [
     "TRACE_VERSION",
     "AgentInfo",
     "EnvInfo",
+    "InterceptRecord",
     "Episode",
     "Error",
     "ModelCall",
@@ -134,6 +135,12 @@ class ModelCall(BaseModel):
     """The ACP harness's id for the request (semantic edges name requests by it)."""
 
 
+class InterceptRecord(BaseModel):
+    """One boundary an ``@vf.intercept`` hook replaced: the hook's name."""
+
+    handler: str
+
+
 class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
     """The record of one agent's rollout on one task."""
 
@@ -155,6 +162,10 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
     stop_condition: str | None = None
     is_timeout: bool = False
     errors: list[Error] = Field(default_factory=list)
+    request_rewrites: list[InterceptRecord] = Field(default_factory=list)
+    """The requests (new user or tool messages) an ``@vf.intercept`` hook replaced."""
+    response_rewrites: list[InterceptRecord] = Field(default_factory=list)
+    """The model replies an ``@vf.intercept`` hook replaced before the harness got them."""
     timing: Timing = Field(default_factory=Timing)
     root_reply: str | None = None
     """The answer the harness reports for the root agent, when it reports one; it is the
