@@ -41,6 +41,9 @@ class Env(ABC, Generic[EnvConfigT]):
     ``AgentConfig`` field) or, in code, from a taskset directly."""
 
     id: str = ""
+    on_episode: Callable[[Episode], None] | None = None
+    """Called with each episode :meth:`run_episode_with_retries` returns (an eval run
+    appends it to its ``traces.jsonl``)."""
 
     def __init__(self, config: EnvConfigT | Taskset[Any, Any]) -> None:
         from verifiers.v1.utils.loaders import default_harness_config, load_taskset
@@ -187,10 +190,13 @@ class Env(ABC, Generic[EnvConfigT]):
         while True:
             episode = await self.run_episode(task, make_agents())
             errors = episode.errors or [e for t in episode.traces for e in t.errors]
-            if episode.ok or not errors:
-                return episode
-            last = errors[-1]
-            if not budget.allow(last.type, last.message, last.status_code):
+            if (
+                episode.ok
+                or not errors
+                or not budget.allow(errors[-1].type, errors[-1].message, errors[-1].status_code)
+            ):
+                if self.on_episode is not None:
+                    self.on_episode(episode)
                 return episode
 
     def tasks(self, select: SelectConfig | None = None) -> Iterable[Task[Any, Any, Any]]:

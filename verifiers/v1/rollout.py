@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from verifiers.v1.boundaries import intercept_request
 from verifiers.v1.decorators import call_hook
 from verifiers.v1.errors import TaskError
-from verifiers.v1.boundaries import intercept_request
 from verifiers.v1.harness import HarnessSession, opening_messages, seed_prompt
 from verifiers.v1.task import hooks_need_runtime
 from verifiers.v1.task_runtime import TaskRuntime, task_runtime_config

@@ -26,6 +26,7 @@ from verifiers.v1.types import Tool
 
 __all__ = [
     "MCPToolset",
+    "SharedToolsetConfig",
     "ToolError",
     "Toolset",
     "ToolsetConfig",
@@ -55,6 +56,11 @@ class ToolsetConfig(BaseModel):
     colocated: bool = True
     runtime: dict[str, Any] | None = None
     url: str | None = None
+
+
+class SharedToolsetConfig(ToolsetConfig):
+    """The config of a toolset shared by every rollout of a worker (a taskset's
+    ``toolsets``): one instance serves them all, each rollout's ``self.state`` its own."""
 
 
 @overload

@@ -1,0 +1,302 @@
+"""What upstream 0.4.0's own example environments (its ``environments/`` folder) rely on, each
+case written here in the shape the example uses: hooks bound by name and type (``setup`` and
+rewards asking for the ``runtime``), ``@vf.intercept`` and response stops at the model
+boundary, the names and modules they import, the command line (``-n`` beside an env field named
+``n``, a seat's ``runtime.type``), ``traces.jsonl`` and the ``agent_completed`` stop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import verifiers.v1 as vf
+from verifiers.testing import OpenAITestServer
+from verifiers.v1.types import content_text
+
+# -- hooks receive the runtime (gsm8k's setup, code-golf's metric) --------------------------
+
+
+class GolfData(vf.TaskData):
+    expected: str
+
+
+class GolfTask(vf.Task[GolfData]):
+    """As upstream's gsm8k and code-golf: ``setup(self, runtime)`` (no trace) and a metric
+    that runs the model's program in the runtime with ``run(argv, env)``."""
+
+    async def setup(self, runtime: vf.Runtime) -> None:  # type: ignore[override]
+        await runtime.write("marker.txt", b"set up")
+
+    @vf.metric
+    async def evaluate(self, trace: vf.Trace, runtime: vf.Runtime) -> dict[str, float]:
+        await runtime.write("solution.py", (trace.last_reply or "").encode())
+        result = await runtime.run(["python3", "solution.py"], {})  # type: ignore[call-arg]
+        marker = await runtime.read("marker.txt")
+        passed = result.exit_code == 0 and result.stdout.strip() == self.data.expected
+        return {"passed": float(passed), "setup_ran": float(marker == b"set up")}
+
+    @vf.reward
+    async def correct(self, trace: vf.Trace) -> float:
+        return trace.metrics.get("passed") or 0.0
+
+
+async def test_setup_and_metrics_that_name_runtime_get_the_rollouts_runtime() -> None:
+    task = GolfTask(GolfData(idx=0, prompt="print 5050", expected="5050"))
+    async with OpenAITestServer(responder=lambda _: "print(sum(range(101)))") as server:
+        trace = await vf.Agent(server.base_url, "m").run(task)
+    assert trace.ok, trace.errors
+    assert trace.metrics == {"passed": 1.0, "setup_ran": 1.0}
+    assert trace.reward == 1.0
+
+
+class OfflineTask(vf.Task[vf.TaskData]):
+    @vf.reward
+    async def needs_box(self, trace: vf.Trace, runtime: vf.Runtime) -> float:
+        return 1.0
+
+    @vf.reward
+    async def plain(self, trace: vf.Trace) -> float:
+        return 0.5
+
+
+async def test_scoring_without_a_runtime_leaves_out_what_needs_one() -> None:
+    # as 0.4.0's Task.score(trace) offline: the runtime-bound reward is not run (nor seeded)
+    task = OfflineTask(vf.TaskData(idx=0, prompt="x"))
+    trace = vf.Agent("http://127.0.0.1:9", "m").new_trace(task)
+    await task.score(trace)
+    assert set(trace.rewards) == {"plain"} and trace.reward == 0.5
+
+
+async def test_hooks_bind_by_annotation_where_values_are_offered_by_type() -> None:
+    from verifiers.v1.decorators import call_hook
+
+    seen: list[Any] = []
+
+    def hook(candidate: vf.Response, history: vf.Trace) -> None:
+        seen.extend([candidate, history])
+
+    response = vf.Response(
+        id="r", created=0, model="m", message=vf.AssistantMessage(content="hi"), finish_reason=None
+    )
+    await call_hook(hook, {vf.Response: response, vf.Trace: "the trace"})
+    assert seen == [response, "the trace"]
+
+
+# -- @vf.intercept and response stops (upstream's interception example) ---------------------
+
+
+class InterceptTask(vf.Task[vf.TaskData]):
+    @vf.stop
+    def stop_guard(self, response: vf.Response) -> bool:
+        return "STOP" in (response.message.content or "")
+
+    @vf.intercept(priority=10)
+    def block(self, response: vf.Response) -> vf.Response | None:
+        if "BLOCK" in (response.message.content or ""):
+            return response.model_copy(update={"message": vf.AssistantMessage(content="Blocked")})
+        return None
+
+    @vf.intercept
+    def metric_only(self, response: vf.Response, trace: vf.Trace) -> None:
+        if "METRIC" in (response.message.content or ""):
+            trace.record_metric("response/metric_only", 1.0)
+
+    @vf.reward
+    async def changed(self, trace: vf.Trace) -> float:
+        return float(
+            bool(trace.response_rewrites)
+            or trace.stop_condition == "stop_guard"
+            or "response/metric_only" in trace.metrics
+        )
+
+
+@pytest.mark.parametrize(
+    ("reply", "recorded", "stop", "rewrites"),
+    [
+        ("BLOCK", "Blocked", "agent_completed", ["block"]),
+        ("STOP now", "STOP now", "stop_guard", []),
+        ("METRIC", "METRIC", "agent_completed", []),
+    ],
+)
+async def test_response_interceptors_and_stops_run_before_the_reply_is_recorded(
+    reply: str, recorded: str, stop: str, rewrites: list[str]
+) -> None:
+    task = InterceptTask(vf.TaskData(idx=0, prompt="go"))
+    async with OpenAITestServer(responder=lambda _: reply) as server:
+        trace = await vf.Agent(server.base_url, "m").run(task)
+    assert trace.ok, trace.errors
+    assert trace.last_reply == recorded and trace.stop_condition == stop
+    assert [r.handler for r in trace.response_rewrites] == rewrites
+    assert trace.reward == 1.0
+    assert json.loads(trace.model_dump_json())["response_rewrites"] == [
+        {"handler": h} for h in rewrites
+    ]
+
+
+class GrayTask(vf.Task[vf.TaskData]):
+    """As upstream's grayscale-interception: rewrite the new user message's image part."""
+
+    @vf.intercept
+    def grayscale(self, request: vf.Request) -> vf.Request | None:
+        message = request.messages[-1]
+        if not isinstance(message, vf.UserMessage) or not isinstance(message.content, list):
+            return None
+        parts: list[vf.ContentPart] = [
+            p.model_copy(update={"image_url": vf.ImageUrlSource(url="data:image/png;base64,R")})
+            if isinstance(p, vf.ImageUrlContentPart)
+            else p
+            for p in message.content
+        ]
+        messages = [*request.messages[:-1], message.model_copy(update={"content": parts})]
+        return request.model_copy(update={"messages": messages})
+
+    @vf.reward
+    async def changed(self, trace: vf.Trace) -> float:
+        return float(bool(trace.request_rewrites))
+
+
+async def test_request_interceptors_rewrite_the_prompt_before_the_model_sees_it() -> None:
+    from verifiers.v1.utils.image import image_data_url
+
+    class Png:
+        def save(self, buffer: Any, format: str) -> None:
+            buffer.write(b"png")
+
+    prompt = [
+        vf.UserMessage(
+            content=[
+                vf.ImageUrlContentPart(image_url=vf.ImageUrlSource(url=image_data_url(Png()))),
+                vf.TextContentPart(text="Describe this image."),
+            ]
+        )
+    ]
+    seen: list[dict[str, Any]] = []
+
+    def respond(request: dict[str, Any]) -> str:
+        seen.append(request)
+        return "orange"
+
+    async with OpenAITestServer(responder=respond) as server:
+        trace = await vf.Agent(server.base_url, "m").run(
+            GrayTask(vf.TaskData(idx=0, prompt=prompt))
+        )
+    assert trace.ok, trace.errors and trace.reward == 1.0
+    assert [r.handler for r in trace.request_rewrites] == ["grayscale"]
+    sent = seen[0]["messages"][-1]["content"][0]["image_url"]["url"]
+    assert sent == "data:image/png;base64,R"
+    assert image_data_url(Png()) == "data:image/png;base64,cG5n"
+
+
+class ToolRewriteTask(vf.Task[vf.TaskData]):
+    @classmethod
+    def toolsets(cls, config: Any) -> list[Any]:
+        return [EchoToolset()]
+
+    @vf.intercept
+    def redact(self, request: vf.Request) -> vf.Request | None:
+        last = request.messages[-1]
+        if not isinstance(last, vf.ToolMessage):
+            return None
+        blocked = last.model_copy(update={"content": "This request is blocked."})
+        return request.model_copy(update={"messages": [*request.messages[:-1], blocked]})
+
+
+class EchoToolset(vf.Toolset):
+    @vf.tool
+    async def echo(self, text: str) -> str:
+        """Echo text."""
+        return text
+
+
+async def test_tool_results_pass_the_request_interceptors() -> None:
+    def respond(request: dict[str, Any]) -> Any:
+        if request["messages"][-1]["role"] == "user":
+            return {"tool_calls": [{"name": "echo_echo", "arguments": {"text": "secret"}}]}
+        return "done"
+
+    async with OpenAITestServer(responder=respond) as server:
+        trace = await vf.Agent(server.base_url, "m").run(
+            ToolRewriteTask(vf.TaskData(idx=0, prompt="x"))
+        )
+    assert trace.ok, trace.errors
+    assert [content_text(m.content) for m in trace.tool_messages] == ["This request is blocked."]
+    assert [r.handler for r in trace.request_rewrites] == ["redact"]
+
+
+def test_a_stop_watching_two_boundaries_is_refused() -> None:
+    from verifiers.v1.decorators import hook_boundary
+
+    def both(request: vf.Request, response: vf.Response) -> bool:
+        return True
+
+    with pytest.raises(TypeError, match="exactly one"):
+        hook_boundary(both, allow_trace=True)
+
+
+# -- the names the examples import -------------------------------------------------------
+
+
+def test_the_names_upstreams_examples_import_resolve() -> None:
+    import verifiers.v1.utils.image as image
+
+    assert vf.ID is str and vf.Request.model_fields.keys() >= {"messages", "tools"}
+    assert image.ContentPart is vf.ContentPart and image.TextContentPart is vf.TextContentPart
+    assert issubclass(vf.SharedToolsetConfig, vf.ToolsetConfig)
+    assert callable(vf.intercept) and getattr(vf.intercept(lambda r: r), "intercept", False)
+    from verifiers.v1.clients import ModelContext  # the compact harness's import
+
+    assert ModelContext is vf.ModelContext
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def test_dash_n_is_select_limit_even_beside_an_env_field_named_n(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures"))
+    # proposer-solver's env config has a field ``n``; 0.4.0 reads -n as --select.limit
+    from verifiers.v1.cli.flags import parse_config_argv
+    from verifiers.v1.configs.cli.eval import EvalConfig
+
+    config = parse_config_argv(
+        EvalConfig,
+        ["two-seats-v1", "-n", "2", "--env.n", "3", "-r", "2", "-s",
+         "--env.b.runtime.type", "bwrap", "--env.b.runtime.memory-mb", "512"],
+    )  # fmt: skip
+    assert config.select.limit == 2 and config.select.shuffle is True
+    assert config.env.n == 3 and config.num_rollouts == 2  # type: ignore[attr-defined]
+    runtime = config.env.b.runtime  # type: ignore[attr-defined]
+    assert type(runtime).__name__ == "BwrapConfig" and runtime.memory_mb == 512
+
+
+def test_an_ambiguous_short_flag_is_an_error_naming_both() -> None:
+    from pydantic import AliasChoices, BaseModel, Field
+
+    from verifiers.errors import ConfigError
+    from verifiers.v1.cli.flags import parse_config_argv
+
+    class A(BaseModel):
+        limit: int = Field(0, validation_alias=AliasChoices("limit", "n"))
+
+    class B(BaseModel):
+        count: int = Field(0, validation_alias=AliasChoices("count", "n"))
+
+    class Both(BaseModel):
+        a: A = A()
+        b: B = B()
+
+    with pytest.raises(ConfigError, match=r"-n is ambiguous.*--a\.limit and of --b\.count"):
+        parse_config_argv(Both, ["-n", "2"], positional=("x",))
+
+
+def test_a_seat_runtime_is_a_config_chosen_by_type() -> None:
+    from pydantic import ValidationError
+
+    assert vf.AgentConfig().runtime is None
+    assert type(vf.AgentConfig(runtime={"type": "docker"}).runtime).__name__ == "DockerConfig"
+    with pytest.raises(ValidationError):
+        vf.AgentConfig(runtime={"type": "vm"})
