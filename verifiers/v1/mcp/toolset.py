@@ -367,8 +367,8 @@ def _schema(listed: Any) -> dict[str, Any]:
 
 
 def toolsets_of(task: Any) -> list[Any]:
-    """The toolsets a task offers (its class's ``toolsets(config)``, if it has one)."""
+    """The toolsets a task offers: its class's ``toolsets(config)``, if it has one, then its
+    taskset's shared ones (``Taskset.shared_toolsets``)."""
     factory = getattr(type(task), "toolsets", None)
-    if factory is None:
-        return []
-    return list(factory(task.config))
+    own = [] if factory is None else list(factory(task.config))
+    return own + list(getattr(task, "_vf_shared_toolsets", None) or [])
