@@ -16,7 +16,7 @@ from verifiers.v1.agent import Agent, Agents
 from verifiers.v1.configs import AgentConfig, EnvConfig, SelectConfig
 from verifiers.v1.configs.agent import agent_config_fields, resolve_agent
 from verifiers.v1.configs.retries import RetryBudget
-from verifiers.v1.errors import AgentError
+from verifiers.v1.errors import AgentError, EnvError, V1Error
 from verifiers.v1.harness import Harness, harness_for
 from verifiers.v1.task import Task, _type_arg
 from verifiers.v1.taskset import Taskset
@@ -172,6 +172,8 @@ class Env(ABC, Generic[EnvConfigT]):
             if isinstance(exc, TimeoutError):
                 episode.is_timeout = True
                 exc = TimeoutError(f"{type(self).__name__}.{stage}() exceeded its deadline")
+            elif not isinstance(exc, V1Error):  # the env's own code failed (0.4.0's wording)
+                exc = EnvError(f"{type(self).__name__}.{stage}(): {type(exc).__name__}: {exc}")
             probe: Trace = Trace(task=episode.task, agent=AgentInfo(config=AgentConfig()))
             probe.record_error(exc)
             episode.errors.extend(probe.errors)

@@ -455,10 +455,26 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
                 traceback="".join(tb.format_exception(error)),
             )
         )
+        self.stop(error_stop_condition(error))
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-ready record written to ``traces.jsonl``."""
         return self.model_dump(mode="json")
+
+
+def error_stop_condition(error: BaseException) -> str:
+    """The stop condition an error leaves on a trace, as 0.4.0 names it: ``<kind>_error`` for
+    a v1 error (``task_error``, ``harness_error``, ``provider_error`` for a model failure,
+    ``rollout_error`` for the base), ``error`` for any other exception."""
+    from verifiers.v1.errors import ModelError, V1Error
+
+    if isinstance(error, ModelError):
+        return "provider_error"
+    if type(error) is V1Error:
+        return "rollout_error"
+    if isinstance(error, V1Error):
+        return f"{type(error).__name__.removesuffix('Error').lower()}_error"
+    return "error"
 
 
 def _number(name: str, value: Any) -> float:
