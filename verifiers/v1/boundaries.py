@@ -24,7 +24,13 @@ from verifiers.v1.types import Request, Response, ToolMessage, UserMessage
 if TYPE_CHECKING:
     from verifiers.v1.task import Task
 
-__all__ = ["boundary_hooks", "intercept_request", "intercept_response", "trace_stops"]
+__all__ = [
+    "boundary_hooks",
+    "intercept_request",
+    "intercept_response",
+    "response_stop",
+    "trace_stops",
+]
 
 
 def boundary_hooks(
@@ -142,3 +148,36 @@ async def intercept_response(
     except Exception as exc:
         raise TaskError(f"response interception failed: {type(exc).__name__}: {exc}") from exc
     return response, records, None
+
+
+async def response_stop(task: Task[Any, Any, Any], trace: Trace, model: str) -> str | None:
+    """The name of the first of the task's response stops that fires on the trace's last
+    reply (a program harness asks before handing the reply to its program), else None."""
+    from verifiers.v1.types import AssistantMessage
+
+    if not boundary_hooks(task, "stop", Response) or not trace.nodes:
+        return None
+    last = trace.last_message
+    if not isinstance(last, AssistantMessage):
+        return None
+    boundary = Response(id="", created=0, model=model, message=last, finish_reason=None)
+    _, _, stopped = await _stops_only(task, trace, boundary)
+    return stopped
+
+
+async def _stops_only(
+    task: Task[Any, Any, Any], trace: Trace, response: Response
+) -> tuple[Response, list[InterceptRecord], str | None]:
+    try:
+        for stop in boundary_hooks(task, "stop", Response):
+            hit = await call_hook(
+                stop, {"response": response.model_copy(deep=True), "trace": trace,
+                       Response: response.model_copy(deep=True), Trace: trace}
+            )  # fmt: skip
+            if not isinstance(hit, bool):
+                raise TypeError(f"@stop must return bool, got {type(hit).__name__}")
+            if hit:
+                return response, [], stop.__name__
+    except Exception as exc:
+        raise TaskError(f"response interception failed: {type(exc).__name__}: {exc}") from exc
+    return response, [], None
