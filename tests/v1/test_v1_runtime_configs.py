@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 import verifiers.v1 as vf
 from verifiers.v1.configs.runtime import NetworkPolicyConfig, network_rule_matches
 from verifiers.v1.errors import HarnessError
-from verifiers.v1.harnesses import BashHarness, BashHarnessConfig
+from verifiers.v1.harnesses import BashHarnessConfig
 from verifiers.v1.runtimes import E2BConfig, RuntimeConfig, make_runtime
 from verifiers.v1.runtimes.e2b import _egress_update
 

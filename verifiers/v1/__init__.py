@@ -35,8 +35,10 @@ from verifiers.v1.configs import (
     TaskMatchConfig,
     TasksetConfig,
 )
+from verifiers.v1.configs import Config as BaseConfig
 from verifiers.v1.configs.cli.env import narrowed_env_annotation, resolve_env_field
 from verifiers.v1.configs.client import TrainClientConfig
+from verifiers.v1.configs.env import default_agent_harness
 from verifiers.v1.configs.serve import (
     ElasticPoolConfig,
     ServeConfig,
@@ -172,6 +174,8 @@ from verifiers.v1.utils.loaders import (
     default_harness_id,
     environment_class,
     harness_config_type,
+    import_environment,
+    import_harness,
     import_judge,
     import_taskset,
     judge_config_type,
@@ -199,6 +203,7 @@ __all__ = [
     "Agents",
     "AssistantMessage",
     "BaseClientConfig",
+    "BaseConfig",
     "BashHarness",
     "BashHarnessConfig",
     "Branch",
@@ -319,12 +324,15 @@ __all__ = [
     "WireTrace",
     "WorkInfo",
     "compare_stdout_results",
+    "default_agent_harness",
     "default_harness_id",
     "env_config_type",
     "environment_class",
     "extract_boxed_answer",
     "harness_config_type",
     "harness_for",
+    "import_environment",
+    "import_harness",
     "import_judge",
     "import_taskset",
     "intercept",

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypeVar
 
-from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.boundaries import response_stop, trace_stops
+from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.decorators import invoke_all
 from verifiers.v1.errors import HarnessError, ModelError
 from verifiers.v1.graph import MessageNode
