@@ -300,3 +300,132 @@ def test_a_seat_runtime_is_a_config_chosen_by_type() -> None:
     assert type(vf.AgentConfig(runtime={"type": "docker"}).runtime).__name__ == "DockerConfig"
     with pytest.raises(ValidationError):
         vf.AgentConfig(runtime={"type": "vm"})
+
+
+# -- a taskset's shared toolsets (upstream's scratchpad) -------------------------------------
+
+
+class PadState(vf.State):
+    slot: str = ""
+
+
+class PadToolset(vf.Toolset[vf.SharedToolsetConfig, PadState]):
+    TOOL_PREFIX = "pad"
+    built = 0
+
+    def __init__(self, config: vf.SharedToolsetConfig) -> None:
+        super().__init__(config)
+        PadToolset.built += 1
+
+    @vf.tool
+    async def roundtrip(self, word: str) -> str:
+        """Store the word, then read it back."""
+        self.state.slot = word
+        return self.state.slot
+
+
+class PadData(vf.TaskData):
+    word: str
+
+
+class PadTask(vf.Task[PadData, PadState]):
+    @vf.reward
+    async def isolated(self, trace: vf.Trace) -> float:
+        return float(self.data.word in (trace.last_reply or ""))
+
+
+class PadTaskset(vf.Taskset[PadTask, vf.TasksetConfig]):
+    @classmethod
+    def toolsets(cls, config: vf.TasksetConfig) -> list[vf.Toolset]:
+        return [PadToolset(vf.SharedToolsetConfig())]
+
+    def load(self) -> list[PadTask]:
+        return [PadTask(PadData(idx=i, word=w, prompt=f"word={w}")) for i, w in enumerate("ab")]
+
+
+async def test_a_tasksets_toolsets_are_shared_by_its_tasks() -> None:
+    from verifiers.clients.native import NativeClient
+
+    def respond(request: dict[str, Any]) -> Any:
+        last = request["messages"][-1]
+        if last["role"] == "tool":
+            return f"got {last['content']}"
+        word = last["content"].split("=")[1]
+        return {"tool_calls": [{"name": "pad_roundtrip", "arguments": {"word": word}}]}
+
+    PadToolset.built = 0
+    async with OpenAITestServer(responder=respond) as server:
+        client = NativeClient(server.base_url)
+        episodes = await vf.SingleAgentEnv(PadTaskset()).evaluate(client, "m")
+        await client.close()
+    assert [e.traces[0].reward for e in episodes] == [1.0, 1.0]
+    assert [e.traces[0].state.slot for e in episodes] == ["a", "b"]  # per-rollout state
+    assert PadToolset.built == 1  # one instance for the taskset
+
+
+# -- errors: 0.4.0's stop conditions and the env's own failure --------------------------------
+
+
+class FailingRewardTask(vf.Task[vf.TaskData]):
+    @vf.reward
+    async def broken(self, trace: vf.Trace) -> float:
+        raise ValueError("no grade")
+
+
+async def test_a_failure_leaves_0_4_0s_stop_condition() -> None:
+    async with OpenAITestServer(responder=lambda _: "hi") as server:
+        trace = await vf.Agent(server.base_url, "m").run(
+            FailingRewardTask(vf.TaskData(idx=0, prompt="x"))
+        )
+    # the run had ended (agent_completed) before scoring failed: the first stop stands
+    assert not trace.ok and trace.stop_condition == "agent_completed"
+    from verifiers.v1.errors import ModelError, TaskError, V1Error
+    from verifiers.v1.trace import error_stop_condition
+
+    assert error_stop_condition(TaskError("x")) == "task_error"
+    assert error_stop_condition(ModelError("x")) == "provider_error"
+    assert error_stop_condition(V1Error("x")) == "rollout_error"
+    assert error_stop_condition(ValueError("x")) == "error"
+    bare = vf.Agent("http://127.0.0.1:9", "m").new_trace(FailingRewardTask(vf.TaskData(idx=0)))
+    bare.record_error(TaskError("response interception failed"))
+    assert bare.stop_condition == "task_error"
+
+
+class Raising(vf.SingleAgentEnv):
+    async def run(self, task: Any, agents: vf.Agents) -> None:
+        await agents.agent.run(task)
+        raise ValueError("proposer did not end with the JSON contract")
+
+
+async def test_an_envs_own_failure_is_an_env_error_naming_its_stage() -> None:
+    from verifiers.clients.native import NativeClient
+
+    async with OpenAITestServer(responder=lambda _: "hi") as server:
+        client = NativeClient(server.base_url)
+        (episode,) = await Raising(PadTaskset().take(1)).evaluate(client, "m")
+        await client.close()
+    assert not episode.ok and episode.errors[0].type == "EnvError"
+    assert episode.errors[0].message == (
+        "Raising.run(): ValueError: proposer did not end with the JSON contract"
+    )
+
+
+# -- vf-eval on a task whose prompt mixes a system prompt and an image message ----------------
+
+
+class ImageTaskset(vf.Taskset[vf.Task[vf.TaskData], vf.TasksetConfig]):
+    def load(self) -> list[vf.Task[vf.TaskData]]:
+        part = vf.ImageUrlContentPart(image_url=vf.ImageUrlSource(url="data:image/png;base64,A"))
+        prompt = [vf.UserMessage(content=[part, vf.TextContentPart(text="What colour?")])]
+        return [vf.Task(vf.TaskData(idx=0, prompt=prompt, system_prompt="Be brief."))]
+
+
+def test_the_classic_bridge_takes_a_system_prompt_beside_an_image_message() -> None:
+    from verifiers.v1.bridge import V1Environment
+
+    env = V1Environment(vf.SingleAgentEnv(ImageTaskset()))
+    (row,) = list(env.get_eval_dataset())
+    system, user = row["prompt"]  # (a dataset column fills each part's absent keys with None)
+    assert system["role"] == "system"
+    assert [(p["type"], p["text"]) for p in system["content"]] == [("text", "Be brief.")]
+    assert [p["type"] for p in user["content"]] == ["image_url", "text"]
