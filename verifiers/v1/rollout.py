@@ -137,7 +137,7 @@ class Rollout:
                     self.runtime = TaskRuntime(task_runtime_config(self.agent))
                     await self.runtime.start()
                 await call_hook(self.task.setup, self._hook_args())
-            opening = await self._intercept_users(opening_messages(self.task.data))
+            opening = await intercept_users(self, opening_messages(self.task.data))
         except TimeoutError:
             self.timeout("setup")
             return False
@@ -166,7 +166,7 @@ class Rollout:
         trace.root_reply = None  # a segment reports its own root reply, or none
         if messages:
             try:
-                messages = await self._intercept_users(list(messages))
+                messages = await intercept_users(self, list(messages))
             except Exception as exc:
                 self.fail(exc)
                 return False
@@ -250,16 +250,6 @@ class Rollout:
         if runtime is not None:
             await runtime.stop()
 
-    async def _intercept_users(self, messages: Messages) -> Messages:
-        """The user's new messages after the task's request interceptors (before the harness
-        stores them); each replacement is recorded in ``trace.request_rewrites``."""
-        request, records = await intercept_request(
-            self.task, self.trace, Request(messages=[*self.trace.messages, *messages]),
-            start=len(self.trace.messages), kinds=(UserMessage,),
-        )  # fmt: skip
-        self.trace.request_rewrites.extend(records)
-        return request.messages[len(self.trace.messages) :]
-
     async def _stage(self, stage: str, hook: Callable[[Trace], Awaitable[Any]]) -> None:
         span: TimeSpan = getattr(self.trace.timing, stage)
         limit: float | None = getattr(self._timeouts, stage)
@@ -273,3 +263,18 @@ class Rollout:
             self.fail(exc)
         finally:
             span.end = time.time()
+
+
+async def intercept_users(rollout: Any, messages: Messages) -> Messages:
+    """The user's new messages after the rollout's task's request interceptors (before the
+    harness stores them); each replacement is recorded in ``trace.request_rewrites``."""
+    task = getattr(rollout, "task", None)  # (a rollout assembled by hand may have none)
+    trace: Trace = rollout.trace
+    if task is None or not task.hooks("intercept"):
+        return messages
+    request, records = await intercept_request(
+        task, trace, Request(messages=[*trace.messages, *messages]),
+        start=len(trace.messages), kinds=(UserMessage,),
+    )  # fmt: skip
+    trace.request_rewrites.extend(records)
+    return request.messages[len(trace.messages) :]
