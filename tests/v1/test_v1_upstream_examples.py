@@ -429,3 +429,33 @@ def test_the_classic_bridge_takes_a_system_prompt_beside_an_image_message() -> N
     assert system["role"] == "system"
     assert [(p["type"], p["text"]) for p in system["content"]] == [("text", "Be brief.")]
     assert [p["type"] for p in user["content"]] == ["image_url", "text"]
+
+
+# -- a response stop in a program harness (upstream's bash-interception, its stop case) -------
+
+
+class StopBashTask(vf.Task[vf.TaskData]):
+    @vf.stop
+    def stop_bash(self, response: vf.Response) -> bool:
+        calls = response.message.tool_calls or []
+        return any(c.name == "bash" and "touch" in c.arguments for c in calls)
+
+    @vf.reward
+    async def rewritten(self, trace: vf.Trace, runtime: vf.Runtime) -> float:
+        executed = (await runtime.run(["test", "-e", "ran"], {})).exit_code == 0  # type: ignore[call-arg]
+        return float(not executed and trace.stop_condition == "stop_bash")
+
+
+async def test_a_response_stop_ends_a_program_harness_run_before_its_program_acts() -> None:
+    def respond(request: dict[str, Any]) -> Any:
+        if any(m["role"] == "tool" for m in request["messages"]):
+            return "done"
+        return {"tool_calls": [{"name": "bash", "arguments": {"command": "touch ran"}}]}
+
+    seat = vf.AgentConfig(harness=vf.BashHarnessConfig(), runtime={"type": "subprocess"})  # type: ignore[arg-type]
+    async with OpenAITestServer(responder=respond) as server:
+        trace = await vf.Agent(server.base_url, "m", seat).run(
+            StopBashTask(vf.TaskData(idx=0, prompt="Use bash to run `touch ran`."))
+        )
+    assert trace.stop_condition == "stop_bash" and trace.tool_messages == []
+    assert trace.reward == 1.0
