@@ -5,7 +5,8 @@
 :class:`verifiers.v1.configs.cli.eval.EvalConfig` (:mod:`verifiers.v1.cli.flags` reads the
 flags) and run it through the classic machinery (:class:`verifiers.v1.bridge.V1Environment`),
 so the run directory ``OUTPUT_DIR/RUN.DIR`` holds ``results.jsonl`` and ``metadata.json``
-(``vf view``, ``vf eval push``, ``vf eval rescore``) plus ``configs/eval.json``, the resolved
+(``vf view``, ``vf eval push``, ``vf eval rescore``), 0.4.0's ``traces.jsonl`` (one episode
+record per line, as upstream writes it) and ``configs/eval.json``, the resolved
 config a later ``vf-eval @ RUN_DIR/configs/eval.json --resume`` continues.
 
 A command line takes this shape when it loads a file (``@ FILE``, ``@FILE.toml``), uses a dotted flag, or uses a
@@ -236,6 +237,16 @@ def run_v1_command(args: list[str]) -> None:
     )
 
 
+def _stream_traces(env: Any, run_dir: Path, *, resume: bool) -> None:
+    """Append each finished episode's record to ``RUN_DIR/traces.jsonl`` (0.4.0's run file,
+    beside ``results.jsonl``); a fresh run starts it empty."""
+    from verifiers.v1.utils.trace_store import traces_file, write_episode
+
+    if not resume:
+        traces_file(run_dir).write_text("", "utf-8")
+    env.on_episode = lambda episode: write_episode(run_dir, episode)
+
+
 def _write_config(config: Any, run_dir: Path) -> Path:
     from verifiers.v1.cli.output import saved_config_path
 
@@ -320,6 +331,7 @@ def _execute(config: Any, *, show: bool) -> Any:
         run_dir[0] = path
         if path is not None:
             _write_config(config, path)
+            _stream_traces(env.v1_env, path, resume=config.resume)
 
     async def run() -> Any:
         try:

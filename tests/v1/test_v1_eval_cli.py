@@ -77,6 +77,13 @@ def test_upstream_flags_run_a_v1_taskset_and_save_where_vf_view_reads(
     assert saved["client"]["base_url"] == server.base_url and saved["push"] is False
     page = Viewer(run_dir).handle("/run/@root/")
     assert page.status == 200 and b"count-words-v1" in page.body
+    # 0.4.0's run file beside ours: one episode record per rollout, read back as episodes
+    from verifiers.v1.utils.trace_store import read_episodes
+
+    episodes = read_episodes(run_dir)
+    assert len(episodes) == 2
+    assert [e.traces[0].stop_condition for e in episodes] == ["agent_completed"] * 2
+    assert [e.traces[0].reward for e in episodes] == [1.0, 1.0]
 
     # the saved config resumes the run: nothing is left to rerun
     again = vf_eval(tmp_path, "@", str(run_dir / "configs" / "eval.json"), "--resume")

@@ -74,7 +74,7 @@ def agent(harness: vf.Harness[Any], **config: Any) -> vf.Agent:
 
 async def test_run_is_one_segment_then_finalize_and_scoring() -> None:
     trace = await agent(EchoHarness()).run(EchoTask(Data(prompt="hi")))
-    assert trace.ok and trace.is_completed and trace.stop_condition == "no_tool_calls"
+    assert trace.ok and trace.is_completed and trace.stop_condition == "agent_completed"
     assert [m.role for m in trace.messages] == ["user", "assistant"]
     assert trace.reward == 1.0 and trace.timing.scoring.end >= trace.timing.scoring.start > 0
 

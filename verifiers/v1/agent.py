@@ -21,8 +21,10 @@ from verifiers.v1.task import Task
 from verifiers.v1.trace import AgentInfo, ModelCall, TimeSpan, Trace, TraceTask
 from verifiers.v1.types import (
     AssistantMessage,
+    FinishReason,
     Message,
     Messages,
+    Response,
     SamplingConfig,
     Tool,
     ToolCall,
@@ -88,9 +90,16 @@ class Agent:
             return "max_total_tokens"
         return None
 
-    async def sample(self, trace: Trace, tools: list[Tool] | None = None) -> AssistantMessage:
+    async def sample(
+        self,
+        trace: Trace,
+        tools: list[Tool] | None = None,
+        task: Task[Any, Any, Any] | None = None,
+    ) -> AssistantMessage:
         """One model call on the trace's conversation (offering ``tools``); the reply is
-        appended to ``trace``."""
+        appended to ``trace``. With ``task``, the reply first passes the task's response
+        interceptors and stops (:func:`verifiers.v1.boundaries.intercept_response`): a
+        replacement is what is recorded, and a stop that fires stops the trace."""
         prompt = [message_to_wire(m) for m in trace.messages]
         call = ModelCall(model=self.model, time=TimeSpan(start=time.time()))
         trace.calls.append(call)
@@ -134,6 +143,24 @@ class Agent:
             reasoning_content=raw.get("reasoning_content"),
             tool_calls=tool_calls or None,
         )
+        stopped: str | None = None
+        if task is not None:
+            from verifiers.v1.boundaries import intercept_response
+
+            boundary = Response(
+                id=str(getattr(response, "id", "") or ""),
+                created=int(time.time()),
+                model=self.model,
+                message=reply,
+                finish_reason=_finish_reason(response.finish_reason),
+                usage=Usage(
+                    input_tokens=response.usage.prompt_tokens,
+                    output_tokens=response.usage.completion_tokens,
+                ),
+            )
+            replaced, records, stopped = await intercept_response(task, trace, boundary)
+            trace.response_rewrites.extend(records)
+            reply = replaced.message
         call.node = trace.append(
             reply,
             sampled=True,
@@ -146,6 +173,8 @@ class Agent:
             input_tokens=response.usage.prompt_tokens,
             output_tokens=response.usage.completion_tokens,
         )
+        if stopped is not None:
+            trace.stop(stopped)
         trace.notify()
         return reply
 
@@ -183,8 +212,8 @@ class Agent:
         try:
             if await run.open():
                 await run.step()
-                if run.ok:  # the harness handed the turn back: the model stopped calling tools
-                    run.trace.stop("no_tool_calls")
+                if run.ok:  # the harness handed the turn back (0.4.0's name for it)
+                    run.trace.stop("agent_completed")
         except BaseException:
             await run.abort()
             raise
@@ -327,3 +356,7 @@ class Agents:
 
     def __iter__(self) -> Iterator[Agent]:
         return iter(self._agents.values())
+
+
+def _finish_reason(value: Any) -> FinishReason:
+    return value if value in ("stop", "length", "tool_calls") else None

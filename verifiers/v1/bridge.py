@@ -42,6 +42,19 @@ def _wire(message: Any) -> dict[str, Any]:
     return data
 
 
+def _as_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt mixing text and content-part messages with every text content as one text
+    part (a dataset column holds one type: a system prompt beside an image message)."""
+    if not any(isinstance(m.get("content"), list) for m in messages):
+        return messages
+    return [
+        {**m, "content": [{"type": "text", "text": m["content"]}]}
+        if isinstance(m.get("content"), str)
+        else m
+        for m in messages
+    ]
+
+
 def _recorded(name: str) -> Any:
     def read(state: State, **_: Any) -> float | None:
         value = (state.get("v1_metrics") or {}).get(name)
@@ -118,7 +131,7 @@ class V1Environment(Environment):
             self._tasks[idx] = task
             rows.append(
                 {
-                    "prompt": [_wire(m) for m in opening_messages(task.data)],
+                    "prompt": _as_parts([_wire(m) for m in opening_messages(task.data)]),
                     "answer": "",
                     "task": self.v1_env.id or "default",
                     "example_id": idx,

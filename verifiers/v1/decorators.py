@@ -1,4 +1,7 @@
-"""``@vf.reward``, ``@vf.metric`` and ``@vf.stop``: tag Task methods; Task.hooks finds them."""
+"""``@vf.reward``, ``@vf.metric``, ``@vf.stop`` and ``@vf.intercept``: tag Task methods;
+Task.hooks finds them. A hook is called with the arguments it names (:func:`invoke`): by
+parameter name (``task``, ``trace``, ``runtime``, ``state`` ...), and, where the caller offers
+values keyed by type (``Request``, ``Response``, ``Trace``), by the parameter's annotation."""
 
 from __future__ import annotations
 
@@ -7,13 +10,24 @@ import functools
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, get_origin, get_type_hints, overload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["discover", "invoke_all", "load_hook", "metric", "reward", "stop"]
+__all__ = [
+    "call_hook",
+    "discover",
+    "hook_boundary",
+    "intercept",
+    "invoke",
+    "invoke_all",
+    "load_hook",
+    "metric",
+    "reward",
+    "stop",
+]
 
 
 def _tag(kind: str, priority: int, weight: float | None = None) -> Callable[[F], F]:
@@ -54,6 +68,21 @@ def stop(func: None = None, priority: int = 0) -> Callable[[F], F]: ...
 def stop(func: F | None = None, priority: int = 0) -> Any:
     """Mark a stop condition: the rollout ends when it returns true."""
     apply = _tag("stop", priority)
+    return apply if func is None else apply(func)
+
+
+@overload
+def intercept(func: F, priority: int = 0) -> F: ...
+@overload
+def intercept(func: None = None, priority: int = 0) -> Callable[[F], F]: ...
+def intercept(func: F | None = None, priority: int = 0) -> Any:
+    """Mark an interceptor of a typed boundary: a method taking a ``vf.Request`` (the
+    conversation about to reach the model: new user and tool messages may be rewritten) or a
+    ``vf.Response`` (the model's reply before the harness gets it: its assistant message may be
+    replaced by a text-only one), and optionally the ``vf.Trace``. It returns the replacement,
+    or None to leave the boundary unchanged; a replacement is recorded on the trace
+    (``request_rewrites`` / ``response_rewrites``)."""
+    apply = _tag("intercept", priority)
     return apply if func is None else apply(func)
 
 
@@ -146,15 +175,72 @@ def sort_hooks(fns: Iterable[Callable[..., Any]], kind: str) -> list[Callable[..
     return sorted(fns, key=_order(kind))
 
 
-async def _call(fn: Callable[..., Any], available: dict[str, Any]) -> Any:
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return get_type_hints(fn)
+    except Exception:  # an annotation that does not resolve binds by name only
+        return {}
+
+
+def invoke(fn: Callable[..., Any], available: Mapping[str | type, Any]) -> Any:
+    """Call ``fn`` with the values of ``available`` its parameters ask for: a parameter whose
+    name is a key gets that value; with type keys offered, a parameter still unbound whose
+    annotation (or its generic origin) is a key gets that value. Returns what ``fn`` returns
+    (an awaitable for a coroutine function). A parameter neither offers and that has no
+    default is left to Python to report (a TypeError naming it)."""
     params = inspect.signature(fn).parameters
     kwargs = {name: available[name] for name in params if name in available}
-    result = fn(**kwargs)
+    if any(isinstance(key, type) for key in available):
+        hints = _hints(fn)
+        for name in params:
+            hint = hints.get(name)
+            annotation = get_origin(hint) or hint
+            if name not in kwargs and isinstance(annotation, type) and annotation in available:
+                kwargs[name] = available[annotation]
+    return fn(**kwargs)
+
+
+async def call_hook(fn: Callable[..., Any], available: Mapping[str | type, Any]) -> Any:
+    """:func:`invoke`, awaiting the result when it is awaitable."""
+    result = invoke(fn, available)
     if inspect.isawaitable(result):
         result = await result
     return result
 
 
-async def invoke_all(fns: list[Callable[..., Any]], available: dict[str, Any]) -> list[Any]:
-    """Call each hook with the arguments it names (``task``, ``trace``, ``state`` ...)."""
-    return list(await asyncio.gather(*(_call(fn, available) for fn in fns)))
+async def invoke_all(
+    fns: list[Callable[..., Any]], available: Mapping[str | type, Any]
+) -> list[Any]:
+    """Call each hook concurrently with the arguments it names (``task``, ``trace``,
+    ``runtime``, ``state`` ...), in the order given."""
+    return list(await asyncio.gather(*(call_hook(fn, available) for fn in fns)))
+
+
+def hook_boundary(fn: Callable[..., Any], *, allow_trace: bool) -> type:
+    """The boundary a stop or interceptor watches, from its annotated parameters: exactly one
+    ``Request`` or ``Response`` parameter (a ``Trace`` one besides is allowed), or, where
+    ``allow_trace`` (stops), only a ``Trace`` one. Raises TypeError otherwise."""
+    from verifiers.v1.trace import Trace
+    from verifiers.v1.types import Request, Response
+
+    hints = _hints(fn)
+    annotations = [
+        get_origin(hints[name]) or hints[name]
+        for name in inspect.signature(fn).parameters
+        if name in hints
+    ]
+    boundaries = [kind for kind in annotations if kind in (Request, Response)]
+    traces = sum(1 for kind in annotations if kind is Trace)
+    if len(boundaries) == 1 and traces <= 1:
+        return boundaries[0]  # type: ignore[no-any-return]
+    if not boundaries:  # unannotated: the parameter's name says the boundary
+        params = inspect.signature(fn).parameters
+        named = [
+            kind for name, kind in (("request", Request), ("response", Response)) if name in params
+        ]
+        if len(named) == 1 and not (set(params) & set(hints)):
+            return named[0]
+    if not boundaries and allow_trace and traces <= 1:
+        return Trace  # a stop over the trace (or what it names: state, task ...)
+    expected = "Request, Response, or Trace" if allow_trace else "Request or Response"
+    raise TypeError(f"{fn.__name__} must have exactly one {expected} parameter")

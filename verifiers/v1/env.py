@@ -16,7 +16,7 @@ from verifiers.v1.agent import Agent, Agents
 from verifiers.v1.configs import AgentConfig, EnvConfig, SelectConfig
 from verifiers.v1.configs.agent import agent_config_fields, resolve_agent
 from verifiers.v1.configs.retries import RetryBudget
-from verifiers.v1.errors import AgentError
+from verifiers.v1.errors import AgentError, EnvError, V1Error
 from verifiers.v1.harness import Harness, harness_for
 from verifiers.v1.task import Task, _type_arg
 from verifiers.v1.taskset import Taskset
@@ -41,6 +41,9 @@ class Env(ABC, Generic[EnvConfigT]):
     ``AgentConfig`` field) or, in code, from a taskset directly."""
 
     id: str = ""
+    on_episode: Callable[[Episode], None] | None = None
+    """Called with each episode :meth:`run_episode_with_retries` returns (an eval run
+    appends it to its ``traces.jsonl``)."""
 
     def __init__(self, config: EnvConfigT | Taskset[Any, Any]) -> None:
         from verifiers.v1.utils.loaders import default_harness_config, load_taskset
@@ -169,6 +172,8 @@ class Env(ABC, Generic[EnvConfigT]):
             if isinstance(exc, TimeoutError):
                 episode.is_timeout = True
                 exc = TimeoutError(f"{type(self).__name__}.{stage}() exceeded its deadline")
+            elif not isinstance(exc, V1Error):  # the env's own code failed (0.4.0's wording)
+                exc = EnvError(f"{type(self).__name__}.{stage}(): {type(exc).__name__}: {exc}")
             probe: Trace = Trace(task=episode.task, agent=AgentInfo(config=AgentConfig()))
             probe.record_error(exc)
             episode.errors.extend(probe.errors)
@@ -187,10 +192,13 @@ class Env(ABC, Generic[EnvConfigT]):
         while True:
             episode = await self.run_episode(task, make_agents())
             errors = episode.errors or [e for t in episode.traces for e in t.errors]
-            if episode.ok or not errors:
-                return episode
-            last = errors[-1]
-            if not budget.allow(last.type, last.message, last.status_code):
+            if (
+                episode.ok
+                or not errors
+                or not budget.allow(errors[-1].type, errors[-1].message, errors[-1].status_code)
+            ):
+                if self.on_episode is not None:
+                    self.on_episode(episode)
                 return episode
 
     def tasks(self, select: SelectConfig | None = None) -> Iterable[Task[Any, Any, Any]]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
+from verifiers.v1.boundaries import intercept_request, trace_stops
 from verifiers.v1.configs import HarnessConfig
 from verifiers.v1.decorators import invoke_all
 from verifiers.v1.errors import HarnessError, TaskError
@@ -20,6 +21,7 @@ from verifiers.v1.types import (
     AssistantMessage,
     Message,
     Messages,
+    Request,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -116,10 +118,12 @@ def opening_messages(data: TaskData) -> list[Message]:
     return messages
 
 
-def seed_prompt(task: Task[Any, Any, Any], trace: Trace) -> None:
-    """Record the task's opening (:func:`opening_messages`) as the root of an empty trace."""
+def seed_prompt(task: Task[Any, Any, Any], trace: Trace, opening: Messages | None = None) -> None:
+    """Record the task's opening (``opening``, else :func:`opening_messages`) as the root of
+    an empty trace."""
     if not trace.nodes:
-        prepare_turn(trace, opening_messages(task.data)).commit_prompt()
+        messages = opening if opening is not None else opening_messages(task.data)
+        prepare_turn(trace, messages).commit_prompt()
 
 
 class NullHarness(Harness[NullHarnessConfig]):
@@ -136,8 +140,12 @@ class NullHarness(Harness[NullHarnessConfig]):
             )
         from verifiers.v1.mcp.toolset import toolsets_of
 
-        stops = task.hooks("stop")
-        available = {"task": task.data, "trace": trace, "state": trace.state}
+        stops = trace_stops(task)
+        available: dict[str | type, Any] = {
+            "task": task.data,
+            "trace": trace,
+            "state": trace.state,
+        }
         toolsets = toolsets_of(task)
         tools = [t for toolset in toolsets for t in toolset.tools()]
         if tools and not trace.tools:
@@ -147,7 +155,9 @@ class NullHarness(Harness[NullHarnessConfig]):
             if cap is not None:
                 trace.stop(cap)
                 return True
-            await agent.sample(trace, tools or None)
+            await agent.sample(trace, tools or None, task)
+            if trace.stop_condition is not None:  # a response stop fired
+                return True
             for fn, hit in zip(stops, await invoke_all(stops, available), strict=True):
                 if hit:
                     trace.stop(fn.__name__)
@@ -160,12 +170,15 @@ class NullHarness(Harness[NullHarnessConfig]):
                     "the model called a tool but the null harness offers none; give the task "
                     "toolsets, the agent a harness with tools, or make the task single-turn"
                 )
-            await _run_tool_calls(last.tool_calls, toolsets, trace)
+            await _run_tool_calls(last.tool_calls, toolsets, trace, task)
 
 
-async def _run_tool_calls(calls: list[ToolCall], toolsets: list[Any], trace: Trace) -> None:
+async def _run_tool_calls(
+    calls: list[ToolCall], toolsets: list[Any], trace: Trace, task: Task[Any, Any, Any]
+) -> None:
     """Run one assistant turn's tool calls concurrently (in the task's toolsets, with the
-    trace's state); each result, or a tool's error, becomes the call's tool message."""
+    trace's state); each result, or a tool's error, becomes the call's tool message, after
+    the task's request interceptors saw it."""
 
     async def one(call: ToolCall) -> str:
         owner = next((t for t in toolsets if t.has(call.name)), None)
@@ -177,8 +190,18 @@ async def _run_tool_calls(calls: list[ToolCall], toolsets: list[Any], trace: Tra
             return f"error: {type(exc).__name__}: {exc}"
 
     results = await asyncio.gather(*(one(call) for call in calls))
-    for call, result in zip(calls, results, strict=True):
-        trace.append(ToolMessage(tool_call_id=call.id, name=call.name, content=result))
+    replies: Messages = [
+        ToolMessage(tool_call_id=call.id, name=call.name, content=result)
+        for call, result in zip(calls, results, strict=True)
+    ]
+    branch = trace.messages
+    request, records = await intercept_request(
+        task, trace, Request(messages=[*branch, *replies], tools=trace.tools or None),
+        start=len(branch), kinds=(ToolMessage,),
+    )  # fmt: skip
+    trace.request_rewrites.extend(records)
+    for message in request.messages[len(branch) :]:
+        trace.append(message)
 
 
 def harness_for(name: str | HarnessConfig) -> Harness[Any]:

@@ -18,10 +18,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from verifiers.v1.boundaries import intercept_request
+from verifiers.v1.decorators import call_hook
 from verifiers.v1.errors import TaskError
-from verifiers.v1.harness import HarnessSession, seed_prompt
+from verifiers.v1.harness import HarnessSession, opening_messages, seed_prompt
+from verifiers.v1.task import hooks_need_runtime
+from verifiers.v1.task_runtime import TaskRuntime, task_runtime_config
 from verifiers.v1.trace import TimeSpan, Trace
-from verifiers.v1.types import Messages
+from verifiers.v1.types import Messages, Request, UserMessage
 
 if TYPE_CHECKING:
     from verifiers.v1.agent import Agent
@@ -79,6 +83,9 @@ class Rollout:
         self._closed = False
         self._failed = False
         self._failure: Exception | None = None
+        self.runtime: TaskRuntime | None = None
+        """The runtime the task's hooks get (``runtime`` parameters): started in :meth:`open`
+        when a hook of the task names one, stopped when the rollout closes."""
         self.deadline_at: float | None = None
         """The running segment's deadline on the event loop's clock (None between segments,
         or with no agent time limit)."""
@@ -126,14 +133,18 @@ class Rollout:
                     "through agent.interaction() and open it with turn(message)"
                 )
             async with asyncio.timeout(self._timeouts.setup):
-                await self.task.setup(trace)
+                if hooks_need_runtime(self.task):
+                    self.runtime = TaskRuntime(task_runtime_config(self.agent))
+                    await self.runtime.start()
+                await call_hook(self.task.setup, self._hook_args())
+            opening = await intercept_users(self, opening_messages(self.task.data))
         except TimeoutError:
             self.timeout("setup")
             return False
         except Exception as exc:
             self.fail(exc)
             return False
-        seed_prompt(self.task, trace)
+        seed_prompt(self.task, trace, opening)
         self._harness_session = self.agent.harness.session(self.task, trace, self.agent)
         trace.timing.setup.end = trace.timing.agent.start = time.time()
         trace.notify()
@@ -153,6 +164,12 @@ class Rollout:
         turns_before = trace.num_turns
         reply_before = trace.root_reply
         trace.root_reply = None  # a segment reports its own root reply, or none
+        if messages:
+            try:
+                messages = await intercept_users(self, list(messages))
+            except Exception as exc:
+                self.fail(exc)
+                return False
         loop = asyncio.get_running_loop()
         started = loop.time()
         remaining = self._agent_time_remaining
@@ -203,9 +220,12 @@ class Rollout:
             0.0, timing.agent.duration - timing.agent.model.duration
         )
         if not self._failed and self._opened:
-            await self._stage("finalize", self.task.finalize)
+            await self._stage(
+                "finalize", lambda _: call_hook(self.task.finalize, self._hook_args())
+            )
             if not self._failed:
-                await self._stage("scoring", self.task.score)
+                await self._stage("scoring", lambda t: self.task.score(t, self.runtime))
+        await self._stop_runtime()
         trace.is_completed = True
         trace.ok = not self._failed
         trace.notify()
@@ -218,8 +238,19 @@ class Rollout:
         if self._harness_session is not None:
             with contextlib.suppress(Exception):
                 await self._harness_session.close()
+        with contextlib.suppress(Exception):
+            await self._stop_runtime()
 
-    async def _stage(self, stage: str, hook: Callable[[Trace], Awaitable[None]]) -> None:
+    def _hook_args(self) -> dict[str | type, Any]:
+        """What the task's ``setup`` / ``finalize`` may name: the trace and the runtime."""
+        return {"trace": self.trace, "runtime": self.runtime}
+
+    async def _stop_runtime(self) -> None:
+        runtime, self.runtime = self.runtime, None
+        if runtime is not None:
+            await runtime.stop()
+
+    async def _stage(self, stage: str, hook: Callable[[Trace], Awaitable[Any]]) -> None:
         span: TimeSpan = getattr(self.trace.timing, stage)
         limit: float | None = getattr(self._timeouts, stage)
         span.start = time.time()
@@ -232,3 +263,18 @@ class Rollout:
             self.fail(exc)
         finally:
             span.end = time.time()
+
+
+async def intercept_users(rollout: Any, messages: Messages) -> Messages:
+    """The user's new messages after the rollout's task's request interceptors (before the
+    harness stores them); each replacement is recorded in ``trace.request_rewrites``."""
+    task = getattr(rollout, "task", None)  # (a rollout assembled by hand may have none)
+    trace: Trace = rollout.trace
+    if task is None or not task.hooks("intercept"):
+        return messages
+    request, records = await intercept_request(
+        task, trace, Request(messages=[*trace.messages, *messages]),
+        start=len(trace.messages), kinds=(UserMessage,),
+    )  # fmt: skip
+    trace.request_rewrites.extend(records)
+    return request.messages[len(trace.messages) :]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import logging
 import typing
@@ -20,9 +21,19 @@ from verifiers.v1.state import State, StateT
 from verifiers.v1.types import Messages, content_text
 
 if TYPE_CHECKING:
+    from verifiers.v1.runtimes import Runtime
     from verifiers.v1.trace import Trace
 
-__all__ = ["DataT", "Task", "TaskData", "TaskT", "WireTaskData", "task_key"]
+__all__ = [
+    "DataT",
+    "Task",
+    "TaskData",
+    "TaskT",
+    "WireTaskData",
+    "hooks_need_runtime",
+    "requires_runtime",
+    "task_key",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -115,27 +126,36 @@ class Task(Generic[DataT, StateT, ConfigT]):
         return _type_arg(cls, State) or State
 
     def hooks(self, kind: str) -> list[Callable[..., Any]]:
-        """The ``kind`` hooks ("stop", "metric", "reward"): decorated methods, with the config's
-        plugged functions replacing same-named ones; highest priority first."""
+        """The ``kind`` hooks ("stop", "intercept", "metric", "reward"): decorated methods, with
+        the config's plugged functions replacing same-named ones; highest priority first."""
         table: dict[str, Mapping[str, DecoratedFunctionConfig]] = {
             "stop": self.config.stops,
             "metric": self.config.metrics,
             "reward": self.config.rewards,
         }
+        if kind == "intercept":
+            return discover(self, kind)
         plugged = table.get(kind)
         if plugged is None:
-            raise ValueError(f"unknown hook kind {kind!r}; use 'stop', 'metric' or 'reward'")
+            raise ValueError(
+                f"unknown hook kind {kind!r}; use 'stop', 'intercept', 'metric' or 'reward'"
+            )
         merged = {fn.__name__: fn for fn in discover(self, kind)}
         for name, spec in plugged.items():
             weight = spec.weight if isinstance(spec, RewardFunctionConfig) else None
             merged[name] = load_hook(name, spec.fn, kind, merged.get(name), spec.priority, weight)
         return sort_hooks(merged.values(), kind)
 
-    async def setup(self, trace: Trace) -> None:
-        """Runs before the agent."""
+    async def setup(self, trace: Trace, runtime: Runtime) -> None:
+        """Runs before the agent. Called with the arguments an override names: ``trace``
+        and/or ``runtime`` (the rollout's runtime, started for it)."""
 
-    async def finalize(self, trace: Trace) -> None:
-        """Runs after the agent, before scoring."""
+    async def finalize(self, trace: Trace, runtime: Runtime) -> None:
+        """Runs after the agent, before scoring; called like :meth:`setup`."""
+
+    async def validate(self, runtime: Runtime) -> bool | None:
+        """Whether the task is well-formed (None: no check), run without a model."""
+        return None
 
     def plugged_judges(self) -> list[Any]:
         """The judges the config plugs (``TaskConfig.judges``), built from their configs."""
@@ -149,11 +169,19 @@ class Task(Generic[DataT, StateT, ConfigT]):
         on the trace. ``runtime`` is offered to hooks that name it."""
         if self.scoring_deferred:
             return
-        available: dict[str, Any] = {"task": self.data, "trace": trace, "state": trace.state}
+        available: dict[str | type, Any] = {
+            "task": self.data,
+            "trace": trace,
+            "state": trace.state,
+        }
         if runtime is not None:
             available["runtime"] = runtime
         metrics, rewards = self.hooks("metric"), self.hooks("reward")
         judges = self.plugged_judges()
+        if runtime is None:  # offline scoring: what needs the runtime is left out, as upstream
+            metrics = [fn for fn in metrics if not requires_runtime(fn)]
+            rewards = [fn for fn in rewards if not requires_runtime(fn)]
+            judges = [judge for judge in judges if not requires_runtime(judge.score)]
         for fn in metrics:
             trace.metrics[fn.__name__] = None
         for fn in rewards:
@@ -208,6 +236,26 @@ class Task(Generic[DataT, StateT, ConfigT]):
                     trace.record_reward(name, score, weight)
             else:
                 trace.record_reward(judge.reward_name, outcome, weight)
+
+
+def requires_runtime(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a ``runtime`` parameter without a default (it cannot run offline)."""
+    param = inspect.signature(fn).parameters.get("runtime")
+    return param is not None and param.default is inspect.Parameter.empty
+
+
+def hooks_need_runtime(task: Task[Any, Any, Any]) -> bool:
+    """Whether any of the task's hooks (setup, finalize, stops, metrics, rewards, plugged
+    judges) names a ``runtime`` parameter: its rollout then provides one."""
+    fns = [
+        getattr(task, name)
+        for name in ("setup", "finalize")
+        if getattr(type(task), name) is not getattr(Task, name)  # overridden
+    ]
+    fns += [*task.hooks("stop"), *task.hooks("metric"), *task.hooks("reward")]
+    if any("runtime" in inspect.signature(fn).parameters for fn in fns):
+        return True
+    return any(requires_runtime(judge.score) for judge in task.plugged_judges())
 
 
 TaskT = TypeVar("TaskT", bound=Task[Any, Any, Any], default=Task[Any, Any, Any])

@@ -56,8 +56,22 @@ class Taskset(ABC, Generic[TaskT, TasksetConfigT]):
 
     def __iter__(self) -> Iterator[TaskT]:
         extra = {} if self.system_prompt is None else {"system_prompt": self.system_prompt}
-        stream: Iterator[TaskT] = (t.with_data(idx=i, **extra) for i, t in enumerate(self.load()))
+        shared = self.shared_toolsets()
+        stream: Iterator[TaskT] = (
+            _with_shared(t.with_data(idx=i, **extra), shared) for i, t in enumerate(self.load())
+        )
         return stream if self.transform is None else self.transform(stream)
+
+    def shared_toolsets(self) -> list[Any]:
+        """The toolsets every task of this taskset offers besides its own: what the taskset
+        class's ``toolsets(config)`` classmethod returns (as 0.4.0's), built once per
+        taskset and shared by all its rollouts, each call with its rollout's ``self.state``."""
+        cached = self.__dict__.get("_vf_shared_toolsets")
+        if cached is None:
+            factory = getattr(type(self), "toolsets", None)
+            cached = list(factory(self.config)) if callable(factory) else []
+            self.__dict__["_vf_shared_toolsets"] = cached
+        return list(cached)
 
     def _then(self, step: Step) -> Self:
         view = copy.copy(self)
@@ -163,3 +177,9 @@ def _filter(
         unmatched["idx"] = missed
     if unmatched:
         logger.warning("%s matched no task for %s (a typo?)", label, unmatched)
+
+
+def _with_shared(task: TaskT, shared: list[Any]) -> TaskT:
+    if shared:
+        task.__dict__["_vf_shared_toolsets"] = shared
+    return task

@@ -41,6 +41,7 @@ __all__ = [
     "EnvInfo",
     "Episode",
     "Error",
+    "InterceptRecord",
     "ModelCall",
     "Reward",
     "TimeSpan",
@@ -134,6 +135,12 @@ class ModelCall(BaseModel):
     """The ACP harness's id for the request (semantic edges name requests by it)."""
 
 
+class InterceptRecord(BaseModel):
+    """One boundary an ``@vf.intercept`` hook replaced: the hook's name."""
+
+    handler: str
+
+
 class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
     """The record of one agent's rollout on one task."""
 
@@ -155,6 +162,10 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
     stop_condition: str | None = None
     is_timeout: bool = False
     errors: list[Error] = Field(default_factory=list)
+    request_rewrites: list[InterceptRecord] = Field(default_factory=list)
+    """The requests (new user or tool messages) an ``@vf.intercept`` hook replaced."""
+    response_rewrites: list[InterceptRecord] = Field(default_factory=list)
+    """The model replies an ``@vf.intercept`` hook replaced before the harness got them."""
     timing: Timing = Field(default_factory=Timing)
     root_reply: str | None = None
     """The answer the harness reports for the root agent, when it reports one; it is the
@@ -444,10 +455,26 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
                 traceback="".join(tb.format_exception(error)),
             )
         )
+        self.stop(error_stop_condition(error))
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-ready record written to ``traces.jsonl``."""
         return self.model_dump(mode="json")
+
+
+def error_stop_condition(error: BaseException) -> str:
+    """The stop condition an error leaves on a trace, as 0.4.0 names it: ``<kind>_error`` for
+    a v1 error (``task_error``, ``harness_error``, ``provider_error`` for a model failure,
+    ``rollout_error`` for the base), ``error`` for any other exception."""
+    from verifiers.v1.errors import ModelError, V1Error
+
+    if isinstance(error, ModelError):
+        return "provider_error"
+    if type(error) is V1Error:
+        return "rollout_error"
+    if isinstance(error, V1Error):
+        return f"{type(error).__name__.removesuffix('Error').lower()}_error"
+    return "error"
 
 
 def _number(name: str, value: Any) -> float:

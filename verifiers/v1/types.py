@@ -8,10 +8,12 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
 
 __all__ = [
+    "ID",
     "AssistantMessage",
     "ContentPart",
     "FinishReason",
     "ImageUrlContentPart",
+    "ImageUrlSource",
     "Message",
     "MessageContent",
     "Messages",
@@ -37,13 +39,17 @@ class TextContentPart(BaseModel):
     text: str
 
 
-class ImageUrl(BaseModel):
+class ImageUrlSource(BaseModel):
     url: str
+
+
+ImageUrl = ImageUrlSource
+"""The former name of :class:`ImageUrlSource`."""
 
 
 class ImageUrlContentPart(BaseModel):
     type: Literal["image_url"] = "image_url"
-    image_url: ImageUrl
+    image_url: ImageUrlSource
 
 
 ContentPart = Annotated[TextContentPart | ImageUrlContentPart, Field(discriminator="type")]
@@ -215,6 +221,9 @@ class SamplingConfig(BaseModel):
 
 
 Sampling = SamplingConfig
+
+ID = str
+"""An identifier (a task key, a tool-call id ...): a plain string."""
 
 
 class Response(BaseModel):

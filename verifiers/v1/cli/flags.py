@@ -58,6 +58,9 @@ class FlagTable:
     """Per group path: every accepted key spelling -> the field name."""
     shorts: dict[str, str] = field(default_factory=dict)
     """``-x`` -> the spelling of the leaf whose alias is that one letter."""
+    short_owners: dict[str, list[str]] = field(default_factory=dict)
+    """``x`` -> every leaf whose alias is that one letter (more than one: ``-x`` is
+    ambiguous, and using it is an error naming them)."""
     types: dict[tuple[str, ...], type[BaseModel]] = field(default_factory=dict)
     """Per group path: the (narrowed) config class its fields are read from."""
     tags: dict[tuple[str, ...], Any] = field(default_factory=dict)
@@ -186,8 +189,8 @@ def _walk(
         flag = Flag((*path, name), _kind(info.annotation), nullable, info.default)
         for key, spelling in zip(keys, spellings, strict=True):
             table.leaves[key] = flag
-            if len(spelling) == 1:
-                table.shorts[spelling] = keys[0]
+            if len(spelling) == 1 and spelling != name:  # a one-letter alias, not a field
+                table.short_owners.setdefault(spelling, []).append(keys[0])
     table.aliases[path] = names
 
 
@@ -198,13 +201,10 @@ def flag_table(cls: type[BaseModel], data: dict[str, Any]) -> FlagTable:
     taskset_id = taskset.get("id", "") if isinstance(taskset, dict) else taskset or ""
     table = FlagTable()
     _walk(cls, data, "", (), table, _Context(str(taskset_id)))
-    # a one-letter alias is a short flag only where it names one field
-    seen: dict[str, int] = {}
-    for key in table.leaves:
-        last = key.rsplit(".", 1)[-1]
-        if len(last) == 1:
-            seen[last] = seen.get(last, 0) + 1
-    table.shorts = {k: v for k, v in table.shorts.items() if seen.get(k) == 1}
+    # a one-letter alias is a short flag where it is the alias of one field (a field that is
+    # itself named with one letter, an env's ``n``, is reached by its dotted flag only, so
+    # ``-n`` stays ``--select.limit`` as in 0.4.0)
+    table.shorts = {k: v[0] for k, v in table.short_owners.items() if len(v) == 1}
     return table
 
 
@@ -350,6 +350,15 @@ def _parse_flags(argv: list[str], table: FlagTable, hints: dict[str, str]) -> di
             continue
         if token.startswith("-") and not token.startswith("--") and len(token) == 2:
             short = table.shorts.get(token[1])
+            owners = table.short_owners.get(token[1], [])
+            if short is None and len(owners) > 1:
+                problems.append(
+                    f"{token} is ambiguous in this config: it is the short form of "
+                    + " and of ".join(f"--{o}" for o in owners)
+                    + "; write the one you mean"
+                )
+                i += 2 if i + 1 < len(argv) and _looks_like_value(argv[i + 1]) else 1
+                continue
             if short is None:
                 problems.append(f"unknown flag {token}")
                 i += 1

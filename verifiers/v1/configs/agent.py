@@ -17,6 +17,7 @@ from verifiers.v1.configs import Config
 from verifiers.v1.configs.client import ClientConfig
 from verifiers.v1.configs.harness import HarnessConfig, WireHarnessConfig
 from verifiers.v1.configs.retries import RetryConfig
+from verifiers.v1.runtimes import RuntimeConfig
 from verifiers.v1.types import SamplingConfig
 
 __all__ = [
@@ -41,10 +42,11 @@ class AgentTimeoutConfig(Config):
 class AgentConfig(Config):
     harness: SerializeAsAny[HarnessConfig] | None = None
     """The seat's program (None = the taskset's bundled harness, else the default one)."""
-    runtime: dict[str, Any] = Field(default_factory=dict)
-    """Where the harness program runs (``{"type": "bwrap"}``, the default when empty; ``docker``;
-    ``subprocess`` isolates nothing and must be named); the in-process
-    ``null`` harness ignores it, program harnesses read it."""
+    runtime: RuntimeConfig | None = None
+    """Where the seat's programs and its task's hooks run: a runtime config chosen by its
+    ``type`` (``bwrap``, ``docker``; ``subprocess`` isolates nothing and must be named;
+    ``--env.<seat>.runtime.type bwrap`` on a command line). None: the default, ``bwrap`` (the
+    in-process ``null`` harness runs no program)."""
     model: str | None = None
     """Model id (None = the run's model)."""
     client: ClientConfig | None = None
@@ -68,7 +70,10 @@ class AgentConfig(Config):
     @model_validator(mode="before")
     @classmethod
     def _narrow_harness(cls, data: Any) -> Any:
-        """A ``harness`` given as an id or a dict becomes its harness's own config type."""
+        """A ``harness`` given as an id or a dict becomes its harness's own config type; an
+        empty ``runtime`` table (older records) is no runtime."""
+        if isinstance(data, dict) and data.get("runtime") == {}:
+            data = {**data, "runtime": None}
         if isinstance(data, dict) and data.get("harness") is not None:
             from verifiers.v1.utils.loaders import narrow_plugin_field
 
@@ -82,6 +87,7 @@ class WireAgentConfig(AgentConfig):
 
     model_config = ConfigDict(extra="allow")
     harness: SerializeAsAny[WireHarnessConfig] | None = None
+    runtime: dict[str, Any] | None = None  # type: ignore[assignment]  # any runtime a record names
 
     @model_validator(mode="before")
     @classmethod

@@ -13,7 +13,7 @@ from verifiers.v1.configs.agent import AgentConfig, agent_config_fields, merge_a
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.configs.retries import RetryConfig
 
-__all__ = ["EnvConfig", "EnvTimeoutConfig", "SharedEnvConfig"]
+__all__ = ["EnvConfig", "EnvTimeoutConfig", "SharedEnvConfig", "default_agent_harness"]
 
 
 class EnvTimeoutConfig(Config):
@@ -103,3 +103,11 @@ class EnvConfig(SharedEnvConfig):
                     f"(`{name}: vf.AgentConfig = vf.AgentConfig()`); the instance is the "
                     "seat's default and its field name the seat's name"
                 )
+
+
+def default_agent_harness(taskset_id: str) -> HarnessConfig:
+    """What an unpinned seat runs on ``taskset_id``: the taskset's bundled harness when it
+    ships one, else this package's default (``null``)."""
+    from verifiers.v1.utils.loaders import default_harness_config
+
+    return default_harness_config(taskset_id)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypeVar
 
+from verifiers.v1.boundaries import response_stop, trace_stops
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.decorators import invoke_all
 from verifiers.v1.errors import HarnessError, ModelError
@@ -167,7 +168,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         if self.config.runtime is not None:
             return self.config.runtime
         seat = agent.config.runtime
-        if not seat:
+        if seat is None:
             return BwrapConfig()
         try:
             return _RUNTIME.validate_python(seat)
@@ -396,6 +397,11 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 return True
             _record_prompt(trace, [message_from_wire(m) for m in prompt], tools)
             response = await self._sample(call, trace, agent, prompt, schemas or None, tools)
+            stopped = await response_stop(task, trace, agent.model)  # before the program sees it
+            if stopped is not None:
+                call.fail(503, "the rollout is over", "rollout_finished")
+                trace.stop(stopped)
+                return True
             calls = response.tool_calls
             names = {str((c.get("function") or {}).get("name", "")) for c in calls}
             if not calls or not names <= owned:
@@ -471,8 +477,12 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
 
     @staticmethod
     async def _stopped(task: Task[Any, Any, Any], trace: Trace) -> bool:
-        stops = task.hooks("stop")
-        available = {"task": task.data, "trace": trace, "state": trace.state}
+        stops = trace_stops(task)
+        available: dict[str | type, Any] = {
+            "task": task.data,
+            "trace": trace,
+            "state": trace.state,
+        }
         for fn, hit in zip(stops, await invoke_all(stops, available), strict=True):
             if hit:
                 trace.stop(fn.__name__)

@@ -2,6 +2,7 @@
 
 from verifiers.v1.mcp.toolset import (
     MCPToolset,
+    SharedToolsetConfig,
     ToolError,
     Toolset,
     ToolsetConfig,
@@ -9,4 +10,12 @@ from verifiers.v1.mcp.toolset import (
     toolsets_of,
 )
 
-__all__ = ["MCPToolset", "ToolError", "Toolset", "ToolsetConfig", "tool", "toolsets_of"]
+__all__ = [
+    "MCPToolset",
+    "SharedToolsetConfig",
+    "ToolError",
+    "Toolset",
+    "ToolsetConfig",
+    "tool",
+    "toolsets_of",
+]

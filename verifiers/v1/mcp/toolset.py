@@ -26,6 +26,7 @@ from verifiers.v1.types import Tool
 
 __all__ = [
     "MCPToolset",
+    "SharedToolsetConfig",
     "ToolError",
     "Toolset",
     "ToolsetConfig",
@@ -55,6 +56,11 @@ class ToolsetConfig(BaseModel):
     colocated: bool = True
     runtime: dict[str, Any] | None = None
     url: str | None = None
+
+
+class SharedToolsetConfig(ToolsetConfig):
+    """The config of a toolset shared by every rollout of a worker (a taskset's
+    ``toolsets``): one instance serves them all, each rollout's ``self.state`` its own."""
 
 
 @overload
@@ -361,8 +367,8 @@ def _schema(listed: Any) -> dict[str, Any]:
 
 
 def toolsets_of(task: Any) -> list[Any]:
-    """The toolsets a task offers (its class's ``toolsets(config)``, if it has one)."""
+    """The toolsets a task offers: its class's ``toolsets(config)``, if it has one, then its
+    taskset's shared ones (``Taskset.shared_toolsets``)."""
     factory = getattr(type(task), "toolsets", None)
-    if factory is None:
-        return []
-    return list(factory(task.config))
+    own = [] if factory is None else list(factory(task.config))
+    return own + list(getattr(task, "_vf_shared_toolsets", None) or [])

@@ -37,6 +37,8 @@ __all__ = [
     "environment_class",
     "harness_class",
     "harness_config_type",
+    "import_environment",
+    "import_harness",
     "import_judge",
     "import_taskset",
     "judge_class",
@@ -161,6 +163,16 @@ def _plugin_class(module: ModuleType, base: type, kind: str, *, missing_ok: bool
 
 def import_taskset(taskset_id: str) -> ModuleType:
     return _import_plugin(taskset_id, "taskset")
+
+
+def import_harness(harness_id: str) -> ModuleType:
+    """The module a harness id names (``verifiers.v1.harnesses.<id>`` first)."""
+    return _import_plugin(harness_id, "harness")
+
+
+def import_environment(env_id: str) -> ModuleType:
+    """The module an environment id names."""
+    return _import_plugin(env_id, "environment")
 
 
 def taskset_class(taskset_id: str) -> type[Taskset[Any, Any]]:

@@ -9,7 +9,12 @@ from typing import Any
 from verifiers.v1.cli.output import TRACES_FILE
 from verifiers.v1.trace import Episode, Trace, WireEpisode, WireTrace
 
-__all__ = ["TRACES_FILE", "read_episodes", "write_episode"]
+__all__ = ["TRACES_FILE", "read_episodes", "traces_file", "write_episode"]
+
+
+def traces_file(results_dir: Path) -> Path:
+    """``results_dir/traces.jsonl``."""
+    return Path(results_dir) / TRACES_FILE
 
 
 def write_episode(results_dir: Path, episode: Episode[Any, Any, Any]) -> None:

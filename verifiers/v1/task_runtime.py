@@ -1,0 +1,93 @@
+"""The runtime a task's hooks get: ``Task.setup`` / ``finalize`` / ``validate``, stops, metrics
+and rewards that name a ``runtime`` parameter are called with the rollout's runtime, started
+before setup and stopped after scoring (``Rollout``). It is a :class:`Runtime` with the call
+shapes 0.4.0's tasks use besides ours: ``run(argv, env)`` with the environment positional,
+``read(path, max_bytes)``, and PEP 723 scripts run with uv (``prepare_uv_script`` /
+``run_uv_script``), each script written once at a path named by its content so uv keeps one
+environment per distinct script."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from verifiers.v1.runtimes import BwrapConfig, ProgramResult, Runtime
+
+if TYPE_CHECKING:
+    from verifiers.v1.agent import Agent
+
+__all__ = ["TaskRuntime", "task_runtime_config"]
+
+SCRIPTS_DIR = ".vf-scripts"
+
+
+class TaskRuntime(Runtime):
+    """A runtime for task hooks (see the module docstring)."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self._uv_argv: dict[str, list[str]] = {}
+        self._uv_locks: dict[str, asyncio.Lock] = {}
+
+    async def run(  # type: ignore[override]
+        self,
+        argv: str | Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        cwd: str | None = None,
+        stdin: bytes | str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> ProgramResult:
+        """Run a command to completion (``env`` may be given positionally, as 0.4.0 does)."""
+        return await super().run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout)
+
+    async def read(self, path: str, max_bytes: int | None = None) -> bytes:  # type: ignore[override]
+        data = await super().read(path)
+        return data if max_bytes is None else data[:max_bytes]
+
+    async def prepare_uv_script(
+        self, script: str | bytes, env: Mapping[str, str] | None = None, *, activate: bool = True
+    ) -> list[str]:
+        """Write a PEP 723 script into the runtime, resolve its dependencies with ``uv sync
+        --script`` (once per distinct script) and return the argv that runs it."""
+        data = script.encode() if isinstance(script, str) else script
+        path = f"{SCRIPTS_DIR}/{hashlib.sha256(data).hexdigest()}.py"
+        async with self._uv_locks.setdefault(path, asyncio.Lock()):
+            if path not in self._uv_argv:
+                await self.run(["mkdir", "-p", SCRIPTS_DIR], dict(env or {}))
+                await self.write(path, data)
+                quoted = shlex.quote(path)
+                result = await self.run(
+                    ["sh", "-c", f"uv sync --script {quoted} -q --no-config"], dict(env or {})
+                )
+                if result.exit_code != 0:
+                    raise RuntimeError(
+                        f"failed to prepare uv script: {result.stderr.strip()[-2000:]}"
+                    )
+                self._uv_argv[path] = ["uv", "run", "-q", "--no-config", "--script", path]
+        return list(self._uv_argv[path])
+
+    async def run_uv_script(
+        self,
+        script: str | bytes,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ProgramResult:
+        """Run a PEP 723 script with ``args`` (prepared first if it was not)."""
+        argv = await self.prepare_uv_script(script, env)
+        return await self.run([*argv, *(args or [])], dict(env or {}))
+
+
+def task_runtime_config(agent: Agent) -> Any:
+    """Where a task's hooks run for ``agent``'s seat: where its harness runs its program (a
+    program harness's ``runtime_config``), else the seat's ``runtime``, else ``bwrap``: hooks
+    run model-written code (a program to grade), so it is sandboxed unless a config names
+    another runtime."""
+    resolve = getattr(agent.harness, "runtime_config", None)
+    if callable(resolve):
+        return resolve(agent)
+    seat = agent.config.runtime
+    return seat if seat is not None else BwrapConfig()
