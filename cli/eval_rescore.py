@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from cli._common import CLIError, handle_errors
 
 HELP = (
-    "Re-score a saved run with the environment's current rubric (no model calls): a new run "
-    "directory whose metadata names the original (rescored_from)."
+    "Re-score a saved run with the environment's current rubric (no model calls): each rollout "
+    "is replayed with its recorded model answers, so the state and sandbox results its rubric "
+    "reads are recomputed; the result is a new run directory whose metadata names the original "
+    "(rescored_from). Exits 1 when a record could not be replayed exactly (its reward is left "
+    "as it was), unless --partial."
 )
 
 
@@ -33,6 +37,12 @@ def rescore_command(
         None, "--output-dir", "-o", help="Where to write the new run (default: beside RUN_DIR)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the new run's metadata as JSON."),
+    partial: bool = typer.Option(
+        False,
+        "--partial",
+        help="Exit 0 even when some records could not be replayed exactly (they keep their "
+        "reward, marked not_rescorable).",
+    ),
 ) -> None:
     import verifiers as vf
     from cli.eval_flags import json_arg
@@ -48,8 +58,11 @@ def rescore_command(
         environment = load_env(env, kwargs or {}, install=False)
     result = vf.rescore_run(run_dir, environment, output_dir=output_dir, env_args=kwargs)
     meta = result.metadata
+    outcome = meta.get("rescore") or {}
+    skipped = int(outcome.get("not_rescorable") or 0)
     if as_json:
         sys.stdout.write(json.dumps({**meta, "path": str(result.path)}, default=str) + "\n")
+        _refuse_partial(skipped, partial, outcome, result.path)
         return
     before = meta["rescored_from"]["avg_reward"]
     after = meta["summary"]["avg_reward"]
@@ -64,6 +77,21 @@ def rescore_command(
         f"({changed} rewards changed)"
     )
     typer.echo(f"new run: {result.path}")
+    _refuse_partial(skipped, partial, outcome, result.path)
+
+
+def _refuse_partial(skipped: int, partial: bool, outcome: dict[str, Any], path: object) -> None:
+    if not skipped:
+        return
+    reasons = "; ".join(f"{n} x {why}" for why, n in (outcome.get("reasons") or {}).items())
+    message = (
+        f"{skipped} of {outcome.get('records')} records could not be replayed exactly and keep "
+        f"their old reward (marked not_rescorable in {path}): {reasons}"
+    )
+    if partial:
+        typer.echo(f"note: {message}", err=True)
+        return
+    raise CLIError(message, "pass --partial to accept a partly re-scored run")
 
 
 def _old(run_dir: Path) -> list[dict[str, object]]:

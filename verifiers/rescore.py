@@ -1,28 +1,26 @@
 """Re-scoring a saved run without the model: ``vf.rescore_run`` / ``vf eval rescore RUN_DIR``.
 
-The completions in the run's ``results.jsonl`` are scored again with the environment's current
-rubric (loaded by the run's ``env_id`` and ``env_args``, or given), and written to a new run
-directory whose metadata links the original (``rescored_from``). No model is called. Rollouts
-that errored stay errored (there is no completion to score).
-
-What a reward function can read is what the record kept: the prompt, the completion, the
-answer, the task, ``info``, the turn count, usage, and any ``--state-columns``. A reward that
-needs live state (a sandbox, a tool's side effects) cannot be re-computed from a saved run.
+Each saved rollout is **replayed** (:mod:`verifiers.replay`): the environment runs it again,
+its model calls answered with the recorded assistant messages, so that the state fields and
+sandbox artefacts its rubric reads are recomputed, not taken from the record; then the current
+rubric scores it. The results go to a new run directory whose metadata links the original
+(``rescored_from``) and counts the outcome (``rescore``: ``exact``, ``not_rescorable`` with
+the reasons). A record whose replay is not exact keeps its reward as it was, marked
+``rescore: {"status": "not_rescorable", "reason": ...}``: a reward is never written that was not
+computed from a complete replay.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifiers.errors import ConfigError
-from verifiers.messages import as_message
+from verifiers.replay import replay_records
 from verifiers.results import METADATA_FILE, RESULTS_FILE, read_records, state_to_record, summarize
-from verifiers.types import State, Usage
 
 if TYPE_CHECKING:
     from verifiers.envs.environment import Environment
@@ -76,57 +74,15 @@ def _resolved(path: Path) -> Path:
     return path.resolve()
 
 
-def _state_of(env: Environment, record: Mapping[str, Any], model: str) -> State:
-    """A finished rollout's state, rebuilt from its record (no reward yet)."""
-    prompt = record["prompt"]
-    completion = record["completion"]
-    state = State(
-        prompt=[as_message(m) for m in prompt] if isinstance(prompt, list) else prompt,
-        completion=(
-            [as_message(m) for m in completion] if isinstance(completion, list) else completion
-        ),
-        answer=record.get("answer", ""),
-        task=record.get("task") or "default",
-        info=record.get("info") or {},
-        example_id=record["example_id"],
-        rollout_index=record.get("rollout_index", 0),
-        trajectory=[],
-        responses=[],
-        turn=int(record.get("num_turns") or 0),
-        usage=Usage(
-            **{k: v for k, v in (record.get("usage") or {}).items() if k != "total_tokens"}
-        ),
-        timing={
-            "start": time.time(),
-            "generation_ms": float((record.get("timing") or {}).get("generation_ms", 0.0)),
-            "scoring_ms": 0.0,
-        },
-        reward=None,
-        metrics={},
-        reward_errors=[],
-        error=record.get("error"),
-        is_completed=bool(record.get("is_completed", True)),
-        stop_condition=record.get("stop_condition"),
-        is_truncated=bool(record.get("is_truncated")),
-        model=model,
-        sampling_args={},
-        client=None,
-        oai_tools=env.oai_tools,
-    )
-    for key, value in record.items():  # saved --state-columns are readable again
-        if key not in _RECORD_KEYS:
-            state[key] = value
-    return state
-
-
 async def rescore_run_async(
     run_dir: str | Path,
     env: Environment | None = None,
     *,
     output_dir: str | Path | None = None,
     env_args: dict[str, Any] | None = None,
+    max_concurrent: int = 32,
 ) -> EvalResult:
-    """Score the completions of the run in ``run_dir`` again with ``env``'s rubric (default:
+    """Replay and score of the run in ``run_dir`` again with ``env``'s rubric (default:
     the environment the run names, loaded now) and save them as a new run (``output_dir``,
     default a fresh directory beside the original). Returns the new run's
     :class:`~verifiers.EvalResult`; ``metadata["rescored_from"]`` names the original."""
@@ -142,18 +98,28 @@ async def rescore_run_async(
         env = load_environment(str(metadata["env_id"]), **args)
     started = time.perf_counter()
     model = str(metadata.get("model") or "")
-    states = [_state_of(env, r, model) for r in records]
-    groups: dict[str, list[State]] = {}
-    for s in states:
-        groups.setdefault(str(s["example_id"]), []).append(s)
-    for group in groups.values():
-        if env.has_group_rewards:
-            await env._score(group, group=True)
+    sampling = metadata.get("sampling_args")
+    outcomes = await replay_records(
+        env,
+        records,
+        model=model,
+        sampling_args=sampling if isinstance(sampling, dict) else None,
+        max_concurrent=max_concurrent,
+    )
+    columns = [k for k in records[0] if k not in _RECORD_KEYS and k != "trajectory"]
+    new_records: list[dict[str, Any]] = []
+    reasons: dict[str, int] = {}
+    for rec, outcome in zip(records, outcomes, strict=True):
+        if outcome.state is not None:
+            new = state_to_record(outcome.state, columns)
+            new["rescore"] = {"status": "exact"}
+            if outcome.note:
+                new["rescore"]["note"] = outcome.note
         else:
-            for s in group:
-                await env._score([s], group=False)
-    columns = [k for k in records[0] if k not in _RECORD_KEYS]
-    new_records = [state_to_record(s, columns) for s in states]
+            new = {**rec, "rescore": {"status": "not_rescorable", "reason": outcome.reason}}
+            reasons[str(outcome.reason)] = reasons.get(str(outcome.reason), 0) + 1
+        new_records.append(new)
+    not_rescorable = sum(reasons.values())
     n = int(metadata.get("rollouts_per_example") or 1)
     summary = summarize(new_records, n, env.pass_threshold)
     new_meta = {
@@ -171,6 +137,12 @@ async def rescore_run_async(
             "env_version": metadata.get("env_version"),
         },
         "summary": summary,
+        "rescore": {
+            "records": len(new_records),
+            "exact": len(new_records) - not_rescorable,
+            "not_rescorable": not_rescorable,
+            "reasons": reasons,
+        },
     }
     new_meta.pop("cache", None)
     digest = config_hash({"rescored_from": str(source), "at": new_meta["started_at"]})
@@ -199,12 +171,15 @@ def rescore_run(
     *,
     output_dir: str | Path | None = None,
     env_args: dict[str, Any] | None = None,
+    max_concurrent: int = 32,
 ) -> EvalResult:
     """Blocking :func:`rescore_run_async`."""
     from verifiers.utils.async_utils import run_sync
 
     return run_sync(
-        rescore_run_async(run_dir, env, output_dir=output_dir, env_args=env_args),
+        rescore_run_async(
+            run_dir, env, output_dir=output_dir, env_args=env_args, max_concurrent=max_concurrent
+        ),
         "rescore_run()",
         "await vf.rescore_run_async(...)",
     )
