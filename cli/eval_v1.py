@@ -308,6 +308,20 @@ def _client(config: Any) -> tuple[Any, str | None]:
     return build_client(config.client), url
 
 
+def _record_provenance(env: Any, taskset_id: str) -> None:
+    """The run names the distribution, version and wheel sha256 of the taskset it ran (as
+    a classic run does), so that `vf eval push` can pin it to a release."""
+    from verifiers.loading import module_provenance
+    from verifiers.v1.utils.loaders import taskset_class
+
+    if not taskset_id:
+        return
+    dist, version, sha = module_provenance(taskset_class(taskset_id).__module__)
+    env.env_distribution = env.env_distribution or dist
+    env.env_version = env.env_version or version
+    env.env_wheel_sha256 = env.env_wheel_sha256 or sha
+
+
 def _execute(config: Any, *, show: bool) -> Any:
     """Run ``config`` on the classic machinery, with a progress display when ``show``."""
     import logging
@@ -321,6 +335,7 @@ def _execute(config: Any, *, show: bool) -> Any:
     level = logging.DEBUG if config.verbose else logging.INFO if shown else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr)
     env = V1Environment(load_environment(config.env), select=config.select)
+    _record_provenance(env, config.env.taskset.id)
     client, endpoint = _client(config)
     from cli.eval_report import Progress, run_with_progress
 

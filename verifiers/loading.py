@@ -217,6 +217,27 @@ def load_environment(env_id: str, **env_args: Any) -> ClassicEnvironment:
     return cast("ClassicEnvironment", env)
 
 
+def module_provenance(module_name: str) -> tuple[str | None, str | None, str | None]:
+    """``(distribution, version, wheel sha256)`` of the installed distribution that provides
+    ``module_name`` (its top-level package), or Nones: what a run records of the environment
+    it ran, whichever command line loaded it (the wheel's sha256 where the installer recorded
+    it)."""
+    top = module_name.split(".")[0]
+    names = list(metadata.packages_distributions().get(top) or ())
+    if not names:  # an editable or .pth install: the entry point names the module
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            dist = getattr(ep, "dist", None)
+            if dist is not None and ep.value.split(":")[0].split(".")[0] == top:
+                names.append(dist.metadata["Name"])
+    for name in names:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        return name, version, _wheel_sha256(name)
+    return None, None, None
+
+
 def _wheel_sha256(dist_name: str | None) -> str | None:
     """The sha256 of the wheel a distribution was installed from, when the installer recorded
     it (PEP 610 ``direct_url.json``: installs from a file or URL)."""

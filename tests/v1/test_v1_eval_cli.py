@@ -255,3 +255,47 @@ def test_vf_eval_subcommand_takes_the_v1_shape_too(tmp_path: Path) -> None:
         result = run_cli("eval", "count-words-v1", "--env.agent.max-turn", "4", prog="vf")
     assert result.returncode == 2
     assert "did you mean --env.agent.max-turns" in result.stderr
+
+
+def test_a_run_with_04_flags_records_the_installed_wheel_it_ran(tmp_path: Path) -> None:
+    # a v1 package installed from its wheel (as `vf env install` does): the run made with
+    # 0.4's flags names its distribution, version and wheel sha256, so `vf eval push` can pin
+    # it to the release (they were null, and the push was refused)
+    import hashlib
+
+    pkg_parent = tmp_path / "src"
+    pkg_parent.mkdir()
+    vf = str(Path(sys.executable).parent / "vf")
+    made = subprocess.run(
+        [vf, "env", "init", "prov-task", "--v1", "--path", str(pkg_parent)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    pkg = next(p for p in pkg_parent.rglob("pyproject.toml")).parent
+    built = subprocess.run(
+        [vf, "env", "build", str(pkg), "-o", str(tmp_path / "dist")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site)]
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(FIXTURES), str(REPO)])}
+    cmd = [
+        sys.executable, "-c", "from cli.main import eval_main; eval_main()",
+        "prov-task", "-m", "toy", "--client.base-url", "URL",
+        "--client.api-key-var", "VF_TEST_UNSET_KEY", "-n", "1", "-r", "1",
+        "--no-rich", "--no-push",
+    ]  # fmt: skip
+    with ServerProcess() as echo:  # the scaffold's task, answered by the echo model
+        cmd[cmd.index("--client.base-url") + 1] = echo.base_url
+        proc = subprocess.run(
+            cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (meta_path,) = tmp_path.glob("outputs/*/metadata.json")
+    meta = json.loads(meta_path.read_text())
+    assert meta["env_distribution"] == "prov-task"
+    assert meta["env_version"] == "0.1.0"
+    assert meta["env_wheel_sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
