@@ -128,7 +128,7 @@ def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_pat
 
     cmd = [sys.executable, "-c", "from cli.main import main; main()", "hub", "serve"]
     proc = subprocess.Popen(
-        [*cmd, "--workers", "2", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        [*cmd, "--processes", "2", "--port", "0", "--data-dir", str(tmp_path / "d")],
         stderr=subprocess.PIPE,
         text=True,
     )
