@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -160,7 +161,35 @@ def _worker_processes(
     if database_url:
         args += ["--database-url", database_url]
     code = "import sys; from cli.main import main; sys.argv[0] = 'vf'; main()"
-    return [subprocess.Popen([sys.executable, "-c", code, *args]) for _ in range(n)]
+    return [
+        subprocess.Popen([sys.executable, "-c", code, *args], preexec_fn=_die_with_parent)
+        for _ in range(n)
+    ]
+
+
+def _die_with_parent() -> None:
+    """In a worker process (Linux): SIGTERM when the server process ends, however it ends."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+
+@contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the server through ``finally`` blocks (uvicorn re-raises the signal it
+    caught once it has shut down: with the default handler, the process would just die and
+    leave its worker processes behind)."""
+    import signal
+    import sys
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -230,9 +259,13 @@ def serve(
         config = uvicorn.Config(hub, host=host, port=port, log_level=log_level, **forwarded)  # type: ignore[arg-type]
         background = _worker_processes(workers, data_dir, database_url)
         if workers:
-            typer.echo(f"vf hub: {plural(workers, 'worker process')} take jobs", err=True)
+            typer.echo(
+                f"vf hub: {plural(workers, 'worker process', 'worker processes')} take jobs",
+                err=True,
+            )
         try:
-            Server(config).run()
+            with _exit_on_sigterm():
+                Server(config).run()
         finally:
             _stop(background)
         return
@@ -251,15 +284,16 @@ def serve(
         os.environ["VF_HUB_DATABASE_URL"] = settings.database_url
     background = _worker_processes(workers, data_dir, database_url)
     try:
-        uvicorn.run(
-            "hub_server.app:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=processes,
-            log_level=log_level,
-            **forwarded,  # type: ignore[arg-type]
-        )
+        with _exit_on_sigterm():
+            uvicorn.run(
+                "hub_server.app:create_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=processes,
+                log_level=log_level,
+                **forwarded,  # type: ignore[arg-type]
+            )
     finally:
         _stop(background)
 
