@@ -31,7 +31,7 @@ def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path)
     token = out.strip().splitlines()[-1]
     assert token.startswith("vfh_") and " " not in token
     code, out, _ = vf(["hub", "migrate", "--data-dir", str(data)], {})
-    assert code == 0 and "revision 0007" in out
+    assert code == 0 and "revision 0008" in out
     code, _, err = vf(["hub", "user", "create", "alice", "--data-dir", str(data)], {})
     assert code == 1 and "already exists" in err
     from hub_server.services import open_service
