@@ -135,7 +135,6 @@ def rescore(env_id: str, records: str, out: str, oracle: str = "0") -> int:
 def _oracle_rewards(env: Any, example_ids: list[str]) -> dict[str, list[Any]]:
     """The worker's own oracle rollouts (one per example) of the examples a run holds, by
     example id; nothing when the ids are not row numbers of the eval dataset."""
-    import verifiers as vf
 
     try:
         wanted = sorted({int(e) for e in example_ids})
@@ -143,16 +142,26 @@ def _oracle_rewards(env: Any, example_ids: list[str]) -> dict[str, list[Any]]:
         return {}
     if not wanted or wanted[0] < 0 or wanted[-1] >= MAX_ORACLE_EXAMPLES:
         return {}
-    result = vf.evaluate(
-        env, None, "oracle", num_examples=wanted[-1] + 1, rollouts_per_example=1,
-        max_concurrent=8,
-    )  # fmt: skip
+    try:
+        result = _oracle_run(env, wanted[-1] + 1)
+    except Exception as e:  # no gold answers, no oracle_response: no gold, the re-score stands
+        print(f"the oracle could not run: {type(e).__name__}: {e}", file=sys.stderr)
+        return {}
     out: dict[str, list[Any]] = {}
     for rec in result.records:
         out.setdefault(str(rec.get("example_id")), []).append(
             None if rec.get("error") else rec.get("reward")
         )
     return {str(e): out.get(str(e), []) for e in wanted}
+
+
+def _oracle_run(env: Any, n: int) -> Any:
+    import verifiers as vf
+
+    return vf.evaluate(
+        env, None, "oracle", num_examples=n, rollouts_per_example=1,
+        max_concurrent=8,
+    )  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
