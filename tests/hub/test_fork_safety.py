@@ -109,10 +109,10 @@ def test_pull_inspect_fork_and_install_run_none_of_the_packages_code(
     assert not marker.exists(), marker.read_text()
     # what the marker catches: building that source (what fork did before) runs the hook,
     # which reads the hub token of whoever builds it
-    code = "from pathlib import Path; from cli.packaging import build_wheel; import sys; "
-    code += "build_wheel(Path(sys.argv[1]), Path(sys.argv[2]))"
+    build = "from pathlib import Path; from cli.packaging import build_wheel; import sys; "
+    build += "build_wheel(Path(sys.argv[1]), Path(sys.argv[2]))"
     subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "pulled"), str(tmp_path / "built")],
+        [sys.executable, "-c", build, str(tmp_path / "pulled"), str(tmp_path / "built")],
         env={**os.environ, "VF_HUB_TOKEN": victim_token, "PYTHONPATH": str(ROOT)},
         capture_output=True, timeout=300,
     )  # fmt: skip
