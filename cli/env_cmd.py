@@ -75,7 +75,7 @@ def push(
     as_json: bool = _JSON,
 ) -> None:
     """Build the wheel and upload it to the hub."""
-    from cli.packaging import build_wheel
+    from cli.packaging import build_wheel, fork_source
     from verifiers.hub.client import HubClient
 
     client = HubClient()
@@ -84,9 +84,11 @@ def push(
         if not path.is_file():
             raise CLIError(f"no such wheel: {path}", "build one with `vf env build PATH`")
         wheel = path
+        forked_from = None
     else:
+        forked_from = fork_source(path)  # `vf env fork` wrote it: the hub records the fork
         wheel = build_wheel(path)
-    result = client.push(wheel, owner=owner, private=private)
+    result = client.push(wheel, owner=owner, private=private, forked_from=forked_from)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
@@ -95,6 +97,12 @@ def push(
         typer.echo(f"published {what} ({result.filename}, sha256 {result.sha256[:12]})")
     else:
         typer.echo(f"{what} was already published with identical contents; nothing to do")
+    if result.forked_from is not None:
+        src = result.forked_from
+        typer.echo(
+            f"  the hub records {result.owner}/{result.name} as a fork of "
+            f"{src.owner}/{src.name}@{src.version}"
+        )
     typer.echo(f"  install with: vf env install {result.owner}/{result.name}@{result.version}")
 
 
@@ -188,38 +196,33 @@ def fork(
     spec: str = typer.Argument(..., help="OWNER/NAME[@VERSION] to copy (default: latest)"),
     new_name: str = typer.Argument(..., help="Name of the copy (a new environment)"),
     dest: Path = typer.Option(
-        None, "--dir", help="Keep the copy's source in this folder (missing or empty)"
+        None,
+        "--dir",
+        help="Where to write the copy's source (missing or empty; default ./NEW_NAME)",
     ),
-    owner: str = typer.Option(None, "--owner", help="Namespace to publish under (default: yours)"),
-    private: bool = typer.Option(False, "--private", help="Create the copy as private"),
 ) -> None:
-    """Publish a copy of an environment under a new name (yours), recording where it came
-    from in its pyproject.toml ([tool.verifiers.fork]) and on the hub (both pages show it)."""
-    import tempfile
-
-    from cli.packaging import build_wheel, rename_project
+    """Copy an environment's source under a new name: the distribution, the entry point and
+    the module are renamed (the copy installs beside the original), and its pyproject.toml
+    records where it came from ([tool.verifiers.fork]). Nothing is built and none of the
+    package's code runs: read it, then publish it with `vf env push DIR` (the hub records the
+    fork; both pages show it)."""
+    from cli.packaging import rename_project
     from verifiers.hub.client import HubClient
 
-    client = HubClient()
-    client.require_token()
-    with tempfile.TemporaryDirectory(prefix="vf-fork-") as tmp:
-        target = dest if dest is not None else Path(tmp) / "src"
-        pulled = client.pull(spec, target)
-        source = f"{pulled.project.owner}/{pulled.project.name}@{pulled.release.version}"
-        if not (pulled.path / "pyproject.toml").is_file():
-            raise CLIError(f"{source} has no pyproject.toml to fork from")
-        rename_project(pulled.path, new_name, source)
-        result = client.push(
-            build_wheel(pulled.path, Path(tmp) / "dist"),
-            owner=owner,
-            private=private,
-            forked_from=source,
+    target = dest if dest is not None else Path(new_name)
+    pulled = HubClient().pull(spec, target)
+    source = f"{pulled.project.owner}/{pulled.project.name}@{pulled.release.version}"
+    if not (pulled.path / "pyproject.toml").is_file():
+        raise CLIError(f"{source} has no pyproject.toml to fork from")
+    runs_code = rename_project(pulled.path, new_name, source)
+    typer.echo(f"forked {source} as {new_name} into {pulled.path}")
+    if runs_code:
+        typer.echo(
+            f"  note: building it runs the package's own code ({', '.join(runs_code)}); "
+            "read it before you push",
+            err=True,
         )
-    typer.echo(f"forked {source} as {result.owner}/{result.name}@{result.version}")
-    if result.forked_from is not None:
-        typer.echo(f"  the hub records {result.owner}/{result.name} as a fork of {source}")
-    if dest is not None:
-        typer.echo(f"  its source: {dest} (change it, bump the version, `vf env push {dest}`)")
+    typer.echo(f"  publish it with: vf env push {pulled.path} (the hub records it as a fork)")
 
 
 @app.command("info")

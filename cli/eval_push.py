@@ -86,8 +86,9 @@ def push_run(run_dir: Path, *, env: str | None, allow_unverified: bool) -> dict[
 
 def report(out: dict[str, Any]) -> None:
     verb = "pushed" if out.get("created") else "already on the hub:"
-    badge = "" if out.get("verified") else " (unverified)"
-    if out.get("provenance") and out.get("verified"):
+    pinned = out.get("pinned", out.get("verified"))  # `verified`: a hub before 0.4's rename
+    badge = "" if pinned else " (unpinned)"
+    if out.get("provenance") and pinned:
         badge = f" ({out['provenance']})"
     reward = out.get("avg_reward")
     shown = f"{reward:.4f}" if isinstance(reward, float) else "-"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -139,6 +141,68 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from None
 
 
+_FORWARDED = typer.Option(
+    "",
+    "--forwarded-allow-ips",
+    help="Comma-separated addresses of the reverse proxies whose X-Forwarded-For / "
+    "X-Forwarded-Proto the hub believes (default: none; the peer address is the client's)",
+)
+
+
+def _worker_processes(
+    n: int, data_dir: Path | None, database_url: str | None
+) -> list[subprocess.Popen[bytes]]:
+    """``vf hub worker`` N times beside the server (each one process: one job at a time)."""
+    import sys
+
+    args = ["hub", "worker"]
+    if data_dir is not None:
+        args += ["--data-dir", str(data_dir)]
+    if database_url:
+        args += ["--database-url", database_url]
+    code = "import sys; from cli.main import main; sys.argv[0] = 'vf'; main()"
+    return [
+        subprocess.Popen([sys.executable, "-c", code, *args], preexec_fn=_die_with_parent)
+        for _ in range(n)
+    ]
+
+
+def _die_with_parent() -> None:
+    """In a worker process (Linux): SIGTERM when the server process ends, however it ends."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+
+@contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the server through ``finally`` blocks (uvicorn re-raises the signal it
+    caught once it has shut down: with the default handler, the process would just die and
+    leave its worker processes behind)."""
+    import signal
+    import sys
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
 @app.command("serve")
 @handle_errors
 def serve(
@@ -146,16 +210,21 @@ def serve(
     port: int = typer.Option(8000, "--port", help="Port (0 picks a free one)"),
     data_dir: Path = _DATA_DIR,
     database_url: str = _DB_URL,
-    workers: int = typer.Option(1, "--workers", min=1, help="Server processes"),
+    processes: int = typer.Option(1, "--processes", min=1, help="Server processes"),
+    workers: int = typer.Option(
+        0,
+        "--workers",
+        min=0,
+        help="Verification worker processes to start beside the server (each takes one job "
+        "at a time: re-scoring pushed runs, validating new releases, in sandboxes)",
+    ),
     log_level: str = typer.Option(
         "info", "--log-level", help="Server log level: critical, error, warning, info or debug"
     ),
     worker: bool = typer.Option(
-        False,
-        "--worker",
-        help="Also run a verification worker in this process (re-scores pushed runs and "
-        "validates new releases in sandboxes; the one-machine default)",
+        False, "--worker", help="The same as --workers 1 (the one-machine default)"
     ),
+    forwarded_allow_ips: str = _FORWARDED,
 ) -> None:
     """Run the hub (migrates the database first). Other settings: VF_HUB_* variables."""
     import os
@@ -167,7 +236,14 @@ def serve(
 
     settings = _settings(data_dir, database_url)
     where = _where(settings)
-    if workers == 1:
+    workers = max(workers, 1 if worker else 0)
+    proxies = [a.strip() for a in forwarded_allow_ips.split(",") if a.strip()]
+    # forwarded headers only from the proxies named: never uvicorn's default (any local peer)
+    forwarded: dict[str, object] = {
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": proxies or [],
+    }
+    if processes == 1:
         with _storage_errors(settings):
             hub = create_app(settings)
         if port:
@@ -180,24 +256,19 @@ def serve(
                     bound = self.servers[0].sockets[0].getsockname()[1]
                     typer.echo(f"vf hub: serving on {_url(host, bound)} (data: {where})", err=True)
 
-        background = None
-        if worker:
-            from hub_server.worker import Worker
-
-            background = Worker(hub.state.service)
-            background.start_thread()
-            typer.echo(f"vf hub: worker {background.name} takes jobs", err=True)
+        config = uvicorn.Config(hub, host=host, port=port, log_level=log_level, **forwarded)  # type: ignore[arg-type]
+        background = _worker_processes(workers, data_dir, database_url)
+        if workers:
+            typer.echo(
+                f"vf hub: {plural(workers, 'worker process', 'worker processes')} take jobs",
+                err=True,
+            )
         try:
-            Server(uvicorn.Config(hub, host=host, port=port, log_level=log_level)).run()
+            with _exit_on_sigterm():
+                Server(config).run()
         finally:
-            if background is not None:
-                background.stop()
+            _stop(background)
         return
-    if worker:
-        raise CLIError(
-            "--worker runs in the one server process: use it without --workers",
-            "run `vf hub worker` beside a multi-process server instead",
-        )
     if port == 0:  # the workers bind the port themselves: pick a free one now, and say it
         probe = _listen(host, 0)
         port = probe.getsockname()[1]
@@ -211,14 +282,20 @@ def serve(
     os.environ["VF_HUB_DATA_DIR"] = str(settings.data_dir)
     if settings.database_url:
         os.environ["VF_HUB_DATABASE_URL"] = settings.database_url
-    uvicorn.run(
-        "hub_server.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-    )
+    background = _worker_processes(workers, data_dir, database_url)
+    try:
+        with _exit_on_sigterm():
+            uvicorn.run(
+                "hub_server.app:create_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=processes,
+                log_level=log_level,
+                **forwarded,  # type: ignore[arg-type]
+            )
+    finally:
+        _stop(background)
 
 
 @user_app.command("create")

@@ -332,11 +332,23 @@ def _pip_wheel(src: Path, outdir: Path) -> Path:
 
 # ---------------------------------------------------------------------------- fork
 
+_BUILD_CODE = ("setup.py", "hatch_build.py", "build.py", "setup.cfg")
 
-def rename_project(src: Path, new_name: str, forked_from: str) -> None:
-    """Rename the package in ``src/pyproject.toml`` to ``new_name`` (its ``verifiers``
-    environment entry point too) and record ``forked_from`` under ``[tool.verifiers.fork]``.
-    Edits the lines in place (comments and layout stay) and checks the result by parsing it."""
+
+def fork_module_name(new_name: str) -> str:
+    """The importable module name of a fork called ``new_name`` (``my-wordle``: ``my_wordle``)."""
+    module = re.sub(r"[^A-Za-z0-9_]", "_", new_name).lower()
+    return module if module[:1].isalpha() else f"env_{module}"
+
+
+def rename_project(src: Path, new_name: str, forked_from: str) -> list[str]:
+    """Make the source tree in ``src`` a new package ``new_name`` that installs beside the
+    original: its distribution name, its ``verifiers.environments`` entry point (named
+    ``new_name``) and its top-level module (renamed on disk, its imports of itself and the
+    build configuration's mentions of it rewritten), and record ``forked_from`` under
+    ``[tool.verifiers.fork]``. Runs none of the package's code and builds nothing. Returns
+    the files whose build would run code (``setup.py``, a hatch build hook, ...), for the
+    caller to point out before the user builds the fork."""
     from verifiers.loading import ENTRY_POINT_GROUP
 
     if not _NAME_RE.match(new_name):
@@ -354,14 +366,96 @@ def rename_project(src: Path, new_name: str, forked_from: str) -> None:
         if "fork" in tool["verifiers"]:
             del_hint = "remove [tool.verifiers.fork] from it, or fork the original"
             raise CLIError(f"{src / 'pyproject.toml'} already records a fork", del_hint)
+    eps = (project.get("entry-points") or {}).get(ENTRY_POINT_GROUP) or {}
+    if not isinstance(eps, dict) or not eps:
+        raise CLIError(
+            f'{src / "pyproject.toml"} declares no [project.entry-points."{ENTRY_POINT_GROUP}"]',
+            "a fork needs the environment's entry point to rename",
+        )
+    old_key = old_name if old_name in eps else sorted(eps)[0]
+    old_module = str(eps[old_key]).split(":", 1)[0].strip().split(".", 1)[0]
+    new_module = fork_module_name(new_name)
+    if new_module != old_module:
+        _rename_module(src, old_module, new_module)
+    text = _renamed_pyproject(src, old_name, old_key, old_module, new_name, new_module)
+    text += f"\n[tool.verifiers.fork]\nfrom = {_toml_str(forked_from)}\n"
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise CLIError(f"could not rename {old_name} in pyproject.toml ({e})") from None
+    got = parsed.get("project", {})
+    new_eps = got.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+    if (
+        got.get("name") != new_name
+        or str(new_eps.get(new_name, "")).split(":", 1)[0].split(".", 1)[0] != new_module
+        or (old_key in new_eps and old_key != new_name)
+    ):
+        raise CLIError(
+            f"could not rename {old_name} to {new_name} in {src / 'pyproject.toml'}",
+            "edit its [project] name, entry point and module by hand, then run `vf env push`",
+        )
+    (src / "pyproject.toml").write_text(text, encoding="utf-8")
+    found = [f for f in _BUILD_CODE if (src / f).is_file()]
+    build = (tool or {}).get("hatch", {}).get("build", {}) if isinstance(tool, dict) else {}
+    if isinstance(build, dict) and (
+        "hooks" in build
+        or any(isinstance(t, dict) and "hooks" in t for t in (build.get("targets") or {}).values())
+    ):
+        found.append("pyproject.toml ([tool.hatch.build...hooks])")
+    return found
+
+
+_WORD = r"(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
+
+
+def _rename_module(src: Path, old: str, new: str) -> None:
+    """Rename the top-level module ``old`` (a package directory or a ``.py`` file, at the top
+    or under ``src/``) to ``new``, and rewrite its Python files' mentions of its own name (in
+    imports and in string literals such as ``importlib.resources.files("old")``)."""
+    for base in (src, src / "src"):
+        pkg, single = base / old, base / f"{old}.py"
+        if pkg.is_dir() and not (base / new).exists():
+            pkg.rename(base / new)
+            files = sorted((base / new).rglob("*.py"))
+            break
+        if single.is_file() and not (base / f"{new}.py").exists():
+            single.rename(base / f"{new}.py")
+            files = [base / f"{new}.py"]
+            break
+    else:
+        raise CLIError(
+            f"the entry point's module {old} is not in the pulled source (nor {new} free)",
+            "rename its module by hand, then run `vf env push`",
+        )
+    word = _WORD.format(re.escape(old))
+    imports = re.compile(rf"^(\s*(?:from|import)\s+){word}", re.M)
+    quoted = re.compile(rf"""(["']){word}(?=[."'])""")
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        changed = quoted.sub(lambda m: m.group(1) + new, imports.sub(rf"\g<1>{new}", text))
+        if changed != text:
+            path.write_text(changed, encoding="utf-8")
+
+
+def _renamed_pyproject(
+    src: Path, old_name: str, old_key: str, old_module: str, new_name: str, new_module: str
+) -> str:
+    """``pyproject.toml`` edited line by line (comments and layout stay): the project name,
+    the entry point (key and module), and the module's name in the build tables."""
+    from verifiers.loading import ENTRY_POINT_GROUP
+
     lines = (src / "pyproject.toml").read_text(encoding="utf-8").splitlines()
-    table = ""
     group_header = {
         f'[project.entry-points."{ENTRY_POINT_GROUP}"]',
         f"[project.entry-points.'{ENTRY_POINT_GROUP}']",
         f"[project.entry-points.{ENTRY_POINT_GROUP}]",
     }
     key_re = re.compile(r"""^(\s*)(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_.-]+))(\s*=.*)$""")
+    module_word = re.compile(_WORD.format(re.escape(old_module)))
+    table = ""
     for i, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith("["):
@@ -369,26 +463,34 @@ def rename_project(src: Path, new_name: str, forked_from: str) -> None:
             continue
         m = key_re.match(line)
         if not m:
+            if table.startswith(("[tool.hatch", "[tool.setuptools")):  # an array's lines
+                lines[i] = module_word.sub(new_module, line)
             continue
         key = m.group(2) or m.group(3) or m.group(4)
         if table == "[project]" and key == "name":
             lines[i] = f"{m.group(1)}name = {_toml_str(new_name)}"
-        elif table in group_header and key == old_name:
-            lines[i] = f"{m.group(1)}{_toml_str(new_name)}{m.group(5)}"
-    lines += ["", "[tool.verifiers.fork]", f"from = {_toml_str(forked_from)}"]
-    text = "\n".join(lines) + "\n"
+        elif table in group_header and key == old_key:
+            rest = module_word.sub(new_module, m.group(5))
+            lines[i] = f"{m.group(1)}{_toml_str(new_name)}{rest}"
+        elif table in group_header:  # another environment of the package: renamed alike
+            rest = module_word.sub(new_module, m.group(5))
+            lines[i] = f"{m.group(1)}{_toml_str(f'{new_name}-{key}')}{rest}"
+        elif table.startswith(("[tool.hatch", "[tool.setuptools")):
+            lines[i] = module_word.sub(new_module, line)
+    return "\n".join(lines) + "\n"
+
+
+def fork_source(path: Path) -> str | None:
+    """The ``OWNER/NAME@VERSION`` a package's ``[tool.verifiers.fork]`` records, if any."""
     try:
-        parsed = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise CLIError(f"could not rename {old_name} in pyproject.toml ({e})") from None
-    got = parsed.get("project", {})
-    eps = got.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
-    if got.get("name") != new_name or (old_name in eps and old_name != new_name):
-        raise CLIError(
-            f"could not rename {old_name} to {new_name} in {src / 'pyproject.toml'}",
-            "edit its [project] name and entry point by hand, then run `vf env push`",
-        )
-    (src / "pyproject.toml").write_text(text, encoding="utf-8")
+        meta = read_pyproject(path)
+    except CLIError:
+        return None
+    tool = meta.get("tool")
+    verifiers = tool.get("verifiers") if isinstance(tool, dict) else None
+    fork = verifiers.get("fork") if isinstance(verifiers, dict) else None
+    got = fork.get("from") if isinstance(fork, dict) else None
+    return got if isinstance(got, str) and got else None
 
 
 def _toml_str(value: str) -> str:

@@ -217,6 +217,9 @@ class Job(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(20))  # "rescore" | "validate"
     subject_id: Mapped[int] = mapped_column(Integer)
+    # who pushed the subject and its environment: the quotas and the fair claim count by them
+    user_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    environment_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(20))  # queued | running | done | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
@@ -230,6 +233,8 @@ class Job(Base):
     __table_args__ = (
         Index("ix_hub_jobs_status_run_after", "status", "run_after"),
         Index("ix_hub_jobs_subject", "kind", "subject_id"),
+        Index("ix_hub_jobs_user", "user_id", "status"),
+        Index("ix_hub_jobs_environment", "environment_id", "status"),
     )
 
 

@@ -37,7 +37,9 @@ class Settings:
     max_run_records: int = 250_000  # rollouts in one pushed run
     run_cache_bytes: int = 2048 * _MIB  # unpacked runs kept for their pages (LRU evicted)
     worker_poll_s: float = 2.0  # how often an idle `vf hub worker` looks for jobs
-    job_timeout_s: float = 900.0  # one job's limit; a job running longer is retried
+    job_timeout_s: float = 300.0  # one job's limit (a validation takes minutes); then retried
+    max_queued_jobs_per_user: int = 50  # unfinished verification jobs; a push past it: 429
+    max_queued_jobs_per_environment: int = 100
     job_retry_s: float = 2.0  # back-off before a failed job's next try (doubles each time)
     upstream_index_url: str | None = None  # unknown global names redirect here when set
     protected_names_file: Path | None = None  # replaces the shipped protected_names.txt
@@ -82,6 +84,8 @@ class Settings:
             "MAX_RUN_UNCOMPRESSED_BYTES",
             "MAX_RUN_RECORDS",
             "RUN_CACHE_BYTES",
+            "MAX_QUEUED_JOBS_PER_USER",
+            "MAX_QUEUED_JOBS_PER_ENVIRONMENT",
         ):
             if (v := get(key)) is not None:
                 values[key.lower()] = _int(key, v)

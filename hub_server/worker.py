@@ -36,6 +36,7 @@ import traceback
 import uuid
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ from sqlalchemy import select
 
 from hub_server import models as m
 from hub_server.services.jobs import Claimed, bounded_log
-from hub_server.services.runs import MAX_METADATA_BYTES
+from hub_server.services.runfiles import MAX_METADATA_BYTES
+from hub_server.services.runviews import _bounded_summary, _jsonable, _metrics
 
 log = logging.getLogger("hub_server.worker")
 
@@ -54,6 +56,7 @@ TASKS = Path(__file__).with_name("sandbox_tasks.py")
 REWARD_TOLERANCE = 1e-6
 MAX_REPORT = 64 * 1024  # bytes of a validation report kept on the release
 MISMATCH_EXAMPLES = 5
+ORACLE_MODELS = frozenset({"oracle"})  # a run claiming these is checked against the oracle
 
 
 class JobError(Exception):
@@ -318,7 +321,7 @@ def validate_job(worker: Worker, job: Claimed) -> str:
             job_dir,
             ["validate", env_id],
             "report.json",
-            timeout=min(worker.settings.job_timeout_s, 900.0),
+            timeout=worker.settings.job_timeout_s,
             backend=worker.backend,
         )
     finally:
@@ -363,6 +366,8 @@ def rescore_job(worker: Worker, job: Claimed) -> str:
         if row is None:
             return f"run {job.subject_id} was deleted"
         release_id, wheel_sha, key = row.release_id, row.wheel_sha256, row.results_key
+        claims_oracle = row.model.strip().lower() in ORACLE_MODELS
+        per_example = row.rollouts_per_example
     if not key:
         raise JobError("the run has no stored records")
     f, env_id = _wheel_of(service, release_id, wheel_sha)
@@ -376,75 +381,153 @@ def rescore_job(worker: Worker, job: Claimed) -> str:
         _inflate_records(service, key, records)
         data, output = run_in_sandbox(
             job_dir,
-            ["rescore", env_id, "/job/records.jsonl"],
+            ["rescore", env_id, "/job/records.jsonl", "1" if claims_oracle else "0"],
             "rewards.jsonl",
-            timeout=min(worker.settings.job_timeout_s, 900.0),
+            timeout=worker.settings.job_timeout_s,
             backend=worker.backend,
         )
-        outcome = compare_rewards(records, data)
+        outcome = compare_rewards(records, data, rollouts_per_example=per_example)
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
+    summary = _jsonable(_bounded_summary(outcome.pop("summary")))
+    gold = claims_oracle and outcome["status"] == "agree" and outcome.get("oracle") == "agree"
     with service.session() as db:
         row = db.get(m.EvalResult, job.subject_id)
         if row is not None:
             row.rescore_status = outcome["status"]
             row.rescore_detail = outcome
+            row.gold = gold
+            details = dict(row.details or {})
+            details.setdefault("pushed_summary", details.get("summary"))
+            details["summary"] = summary
+            row.details = details
+            row.metrics = summary_metrics(summary)  # the leaderboard: re-scored rewards only
             db.commit()
-    return f"re-scored {outcome['checked']} rewards of run {job.subject_id}: {outcome['status']}\n{output}"
+    return (
+        f"re-scored {outcome['records']} records of run {job.subject_id}: {outcome['status']}"
+        f"{' (gold)' if gold else ''}\n{output}"
+    )
 
 
-def compare_rewards(records: Path, recomputed: bytes) -> dict[str, Any]:
-    """Compare each pushed reward with the one the sandbox recomputed (by line)."""
-    got: dict[int, float | None] = {}
+def _reward(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return (
+        math.isfinite(a) and math.isfinite(b) and abs(a - b) <= REWARD_TOLERANCE * max(1.0, abs(b))
+    )
+
+
+def _sandbox_lines(
+    recomputed: bytes,
+) -> tuple[dict[int, tuple[float | None, bool]], dict[str, list[float | None]], float]:
+    """What the sandbox wrote: per record position ``(reward, could not compute)``, the
+    oracle's rewards per example id, and the environment's pass threshold."""
+    got: dict[int, tuple[float | None, bool]] = {}
+    oracle: dict[str, list[float | None]] = {}
+    threshold = 0.5
     for line in recomputed.splitlines():
         with contextlib.suppress(orjson.JSONDecodeError, TypeError, KeyError, ValueError):
             item = orjson.loads(line)
-            r = item["reward"]
-            got[int(item["i"])] = float(r) if isinstance(r, int | float) else None
-    checked = 0
-    missing = 0
-    unscorable = 0
+            if "i" in item:
+                got[int(item["i"])] = (_reward(item["reward"]), bool(item.get("failed")))
+            elif "oracle" in item:
+                oracle[str(item["oracle"])] = [_reward(r) for r in item["rewards"]][:1000]
+            elif "pass_threshold" in item and (t := _reward(item["pass_threshold"])) is not None:
+                threshold = t
+    return got, oracle, threshold
+
+
+def compare_rewards(
+    records: Path, recomputed: bytes, *, rollouts_per_example: int = 1
+) -> dict[str, Any]:
+    """Compare EVERY pushed record's reward (errored ones too) with the one the sandbox
+    recomputed (by line). A record is *agreed* (recomputed, equal), a *mismatch* (recomputed,
+    different) or *not computable* (the sandbox could not compute it: the record lacks what
+    the rubric reads, a reward function raised, or no line came back) unless the pushed
+    record failed the same way. The run's status: ``agree`` only when every record agreed,
+    ``mismatch`` when any differs, else ``unscorable``. Also returns the summary of the
+    recomputed rewards (what the hub lists) and, where the sandbox ran the oracle, whether the
+    run's rewards are the oracle's (``oracle``: ``agree`` or ``differs``)."""
+    from verifiers.results import summarize
+
+    got, oracle, threshold = _sandbox_lines(recomputed)
+    counts = Counter[str]()
     mismatches: list[dict[str, Any]] = []
-    count = 0
+    rescored: list[dict[str, Any]] = []
+    oracle_ok = bool(oracle)
     with records.open("rb") as f:
         for i, line in enumerate(f):
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if not isinstance(rec, dict) or rec.get("error"):
+            if not isinstance(rec, dict):
                 continue
-            pushed = rec.get("reward")
-            pushed_f = (
-                float(pushed)
-                if isinstance(pushed, int | float) and not isinstance(pushed, bool)
-                else None
-            )
+            counts["records"] += 1
+            pushed = _reward(rec.get("reward"))
+            mine, failed = got.get(i, (None, True))
+            example = str(rec.get("example_id"))[:100]
             if i not in got:
-                missing += 1
-                continue
-            checked += 1
-            mine = got[i]
-            if mine is None and pushed_f is not None:  # a reward function failed in the sandbox
-                unscorable += 1  # (a judge needing the network, ...): not checked, not a lie
-                continue
-            same = (
-                pushed_f is not None and mine is not None and math.isfinite(pushed_f)
-                and abs(pushed_f - mine) <= REWARD_TOLERANCE * max(1.0, abs(mine))
-            ) or (pushed_f is None and mine is None)  # fmt: skip
-            if not same:
-                count += 1
+                counts["missing"] += 1
+            elif _same(pushed, mine) and (not failed or rec.get("reward_errors")):
+                counts["agreed"] += 1
+            elif failed:
+                counts["unscorable"] += 1  # could not compute: not a lie, not a check either
+                mine = None
+            else:
+                counts["mismatches"] += 1
                 if len(mismatches) < MISMATCH_EXAMPLES:
-                    mismatches.append({"rollout": i, "example_id": str(rec.get("example_id"))[:100],
-                                       "pushed": pushed_f, "recomputed": mine})  # fmt: skip
-    if count:
+                    mismatches.append({"rollout": i, "example_id": example,
+                                       "pushed": pushed, "recomputed": mine})  # fmt: skip
+            mine_ok = i in got and not failed
+            rescored.append(_rescored(rec, example, mine if mine_ok else None))
+            theirs = oracle.get(example)
+            if not theirs or not all(_same(pushed, r) for r in theirs):
+                oracle_ok = False
+    total = counts["records"]
+    if counts["mismatches"]:
         status = "mismatch"
-    elif not checked or missing or unscorable:
-        status = "failed"  # the hub could not recompute every reward: it says so
-    else:
+    elif total and counts["agreed"] == total:
         status = "agree"
-    return {"status": status, "checked": checked, "mismatches": count, "missing": missing,
-            "unscorable": unscorable, "examples": mismatches}  # fmt: skip
+    else:
+        status = "unscorable"  # the hub could not recompute every reward: it says so
+    out = {
+        "status": status,
+        "records": total,
+        "agreed": counts["agreed"],
+        "checked": counts["agreed"] + counts["mismatches"],
+        "mismatches": counts["mismatches"],
+        "unscorable": counts["unscorable"],
+        "missing": counts["missing"],
+        "examples": mismatches,
+        "summary": summarize(rescored, max(1, rollouts_per_example), threshold),
+    }
+    if oracle:
+        out["oracle"] = "agree" if oracle_ok else "differs"
+    return out
+
+
+def _rescored(rec: dict[str, Any], example: str, reward: float | None) -> dict[str, Any]:
+    """What the summary of the recomputed rewards reads of a record (its error bounded)."""
+    err = rec.get("error")
+    error = None
+    if err:
+        kind = err.get("type", "error") if isinstance(err, dict) else "error"
+        msg = err.get("message", "") if isinstance(err, dict) else ""
+        error = {"type": str(kind)[:100], "message": str(msg)[:300]}
+    example_id = rec.get("example_id")
+    if not isinstance(example_id, int | str) or isinstance(example_id, bool):
+        example_id = example
+    return {"example_id": example_id, "reward": reward, "error": error}
+
+
+def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """The leaderboard's numbers from a summary (mean reward, its stderr, pass@k)."""
+    return _metrics(summary)
 
 
 def main_loop(service: Any, *, once: bool = False, backend: str | None = None) -> int:

@@ -124,19 +124,20 @@ class AccountService(Part):
         """The principal a token secret stands for, or :class:`Unauthorized`.
 
         ``client`` (the caller's address) is held to the failed-authentication limit: past
-        it, every attempt from there is refused with :class:`TooManyRequests` until the
-        oldest failure leaves the window."""
-        limiter = self.ctx.auth_limiter
-        if client is not None:
-            limiter.check(client)
+        it, every unknown token from there is refused with :class:`TooManyRequests` until the
+        oldest failure leaves the window. A valid token is never refused by it (someone who
+        floods an address with bad tokens locks nobody out); guessing a token is hopeless
+        anyway (256 random bits), the limit only keeps the noise bounded."""
         when = now()
         with self.session() as db:
             token = db.scalar(select(m.ApiToken).where(m.ApiToken.token_hash == hash_token(secret)))
-            if token is None:
-                if client is not None:
-                    limiter.failed(client)
-                raise Unauthorized("unknown token; log in again with a valid token (vf login)")
-            return principal_of(db, token, when)
+            if token is not None:
+                return principal_of(db, token, when)
+        if client is not None:
+            limiter = self.ctx.auth_limiter
+            limiter.check(client)
+            limiter.failed(client)
+        raise Unauthorized("unknown token; log in again with a valid token (vf login)")
 
     def whoami(self, principal: Principal) -> s.WhoAmI:
         with self.session() as db:

@@ -22,7 +22,7 @@ from hub_server.names import normalised_filename
 from hub_server.protected_names import check_new_project_name
 from hub_server.sealing import check_sealed
 from hub_server.services.context import Part, now
-from hub_server.services.jobs import enqueue
+from hub_server.services.jobs import check_quota, enqueue
 from hub_server.services.journal import record
 from hub_server.services.lookups import (
     RESERVED,
@@ -182,6 +182,9 @@ class PublishingService(Part):
             if identical is not None:
                 return identical.model_copy(update={"forked_from": fork})
             release = _find_or_create_release(db, up, env)
+            if up.info.wheel_tags != SDIST_TAG and release.entry_points:  # it queues a job
+                check_quota(db, self.ctx.settings, user_id=up.principal.user_id,
+                            environment_id=env.id, what=f"publishing {up.info.filename}")  # fmt: skip
             if not publish:
                 db.rollback()
                 return None
@@ -432,7 +435,7 @@ def _add_file(db: Session, up: _Upload, env: m.Environment, release: m.Release) 
     if info.wheel_tags != SDIST_TAG and release.entry_points:
         # the release's wheel: a hub worker validates it in a sandbox (`vf env validate`)
         release.validation_status = "pending"
-        enqueue(db, "validate", release.id)
+        enqueue(db, "validate", release.id, user_id=up.principal.user_id, environment_id=env.id)
     if (burned_as := normalised_filename(info.filename)) != info.filename:
         db.add(m.BurnedFilename(filename=burned_as))
     if _is_latest(db, env.id, info.version):

@@ -2,25 +2,22 @@
 
 A push is one gzip stream: the run's ``metadata.json`` on the first line, then its
 ``results.jsonl``. The server reads the environment's name, version and wheel sha256 from that
-metadata, pins the run to the release, and marks it verified only when the sha256 is one of
-the release's files (otherwise it is refused unless the pusher allows an unverified run).
+metadata, pins the run to the release (``pinned``) only when the sha256 is one of the
+release's files (otherwise it is refused unless the pusher allows an unpinned run). What a
+pinned run's numbers are worth is the worker's to say (re-scored, gold: :mod:`hub_server.worker`).
 The compressed stream is stored as a blob; pages decompress it once into a local cache and
 page it through the same index as ``vf view``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import math
 import os
 import re
 import shutil
 import tempfile
 import time
-import zlib
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,11 +28,10 @@ from sqlalchemy.exc import IntegrityError
 
 from hub_server import models as m
 from hub_server.auth import Principal
-from hub_server.boundedjson import read_bounded
-from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
-from hub_server.privatefs import open_private, private_dir
+from hub_server.errors import BadRequest, Conflict, Forbidden, NotFound
+from hub_server.privatefs import private_dir
 from hub_server.services.context import Part
-from hub_server.services.jobs import enqueue
+from hub_server.services.jobs import check_quota, enqueue
 from hub_server.services.journal import record
 from hub_server.services.lookups import (
     eval_results_with_submitter,
@@ -43,203 +39,35 @@ from hub_server.services.lookups import (
     release_of,
     visible_environment,
 )
+from hub_server.services.runfiles import (
+    MAX_METADATA_BYTES,
+    RAW_FILE,
+    RAW_MAP,
+    Unpacked,
+    _dir_size,
+    _touch,
+    run_key,
+    unpack,
+)
+from hub_server.services.runviews import (
+    _bounded_summary,
+    _claimed,
+    _finite,
+    _jsonable,
+    _leader_row,
+    _metrics,
+    _rank,
+    provenance,
+    run_url,
+)
 from verifiers.hub import schemas as s
-from verifiers.results import METADATA_FILE, RESULTS_FILE
+from verifiers.results import METADATA_FILE
 from verifiers.web.runs import Run
 
+__all__ = ["MAX_METADATA_BYTES", "RunService", "provenance", "run_key", "run_url", "unpack"]
+
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
-MAX_METADATA_BYTES = 1024 * 1024
-_CHUNK = 1024 * 1024
-RAW_FILE = "raw.jsonl"  # the pushed lines, where any was too long to show whole
-RAW_MAP = "raw.json"  # offset of a shortened line in results.jsonl -> [offset, length] in raw
-SHORT_LINE = 256 * 1024  # longer records are shown shortened (read in bounded memory)
-PASS_K_CAP = 64  # pass@k is reported for k = 1 .. min(rollouts per example, this)
-SLACK = 1024 * 1024  # the ratio limit applies above this many bytes (as for wheels)
-GOLD_MODELS = frozenset({"oracle"})
 RECENT_S = 10.0  # a cached run viewed this recently is evicted only from an overfull cache
-
-
-def run_key(sha256: str) -> str:
-    return f"runs/{sha256[:2]}/{sha256}.jsonl.gz"
-
-
-@dataclass
-class Unpacked:
-    metadata: dict[str, Any]
-    dir: Path  # holds results.jsonl (shown), metadata.json and, for long records, raw.jsonl
-    stream_sha256: str  # of the uncompressed stream (its blob key)
-    content_sha256: str  # of the records alone, in any order: identical results, one run
-    records: int
-
-
-def unpack(
-    gz: IO[bytes],
-    dest: Path,
-    max_uncompressed: int,
-    *,
-    compressed_size: int | None = None,
-    max_ratio: float | None = None,
-    max_records: int | None = None,
-) -> Unpacked:
-    """Decompress a pushed run into ``dest``, splitting off the metadata line.
-
-    Bounded while inflating: at most ``max_uncompressed`` bytes, and (given the compressed
-    size) at most ``max_ratio`` times the compressed size beyond the first MiB. Then the
-    records are copied into ``results.jsonl`` for the pages, each record over
-    :data:`SHORT_LINE` bytes parsed in bounded memory and shortened (its original kept in
-    ``raw.jsonl`` for download), so reading any one record later costs bounded memory."""
-    inflater = zlib.decompressobj(wbits=31)
-    digest = hashlib.sha256()
-    head = bytearray()
-    total = 0
-    meta: dict[str, Any] | None = None
-    private_dir(dest)
-    allowed = max_uncompressed
-    if compressed_size is not None and max_ratio is not None:
-        allowed = min(allowed, max(SLACK, int(max_ratio * max(compressed_size, 1))))
-    raw = dest / RAW_FILE
-    with open_private(raw) as out:
-
-        def take(data: bytes) -> None:
-            nonlocal total, meta
-            total += len(data)
-            if total > allowed:
-                if allowed < max_uncompressed:
-                    raise TooLarge(
-                        f"the run expands beyond {allowed} bytes from {compressed_size} "
-                        f"compressed (ratio over {max_ratio:g}): refused as a gzip bomb"
-                    )
-                raise TooLarge(
-                    f"the run is over {max_uncompressed} bytes uncompressed; push a smaller run"
-                )
-            digest.update(data)
-            if meta is None:
-                head.extend(data)
-                nl = head.find(b"\n")
-                if nl < 0:
-                    if len(head) > MAX_METADATA_BYTES:
-                        raise BadRequest("the run's metadata line is over 1 MiB")
-                    return
-                meta = _parse_metadata(bytes(head[:nl]))
-                out.write(head[nl + 1 :])
-                head.clear()
-            else:
-                out.write(data)
-
-        try:
-            while chunk := gz.read(_CHUNK):
-                while chunk:
-                    take(inflater.decompress(chunk, _CHUNK))
-                    chunk = inflater.unconsumed_tail
-            take(inflater.flush())
-        except zlib.error as e:
-            raise BadRequest(
-                f"the run is not valid gzip ({e}); push it with `vf eval push`"
-            ) from None
-    if meta is None:
-        meta = _parse_metadata(bytes(head))
-    with open_private(dest / METADATA_FILE) as f:
-        f.write(orjson.dumps(meta))
-    content, records = _shown_copy(dest, max_records)
-    return Unpacked(meta, dest, digest.hexdigest(), content, records)
-
-
-def _shown_copy(dest: Path, max_records: int | None) -> tuple[str, int]:
-    """Write ``results.jsonl`` from ``raw.jsonl`` (long records shortened, see :func:`unpack`);
-    returns the records' content hash and count. ``raw.jsonl`` is kept only when some record
-    was shortened."""
-    raw_path, shown_path = dest / RAW_FILE, dest / RESULTS_FILE
-    hashes: list[bytes] = []
-    long_lines: dict[str, list[int]] = {}
-    with raw_path.open("rb") as raw, raw_path.open("rb") as reread, open_private(shown_path) as out:
-        while True:
-            start = raw.tell()
-            line = raw.readline(SHORT_LINE + 1)
-            if not line:
-                break
-            if len(line) > SHORT_LINE and not line.endswith(b"\n"):
-                h = hashlib.sha256(line)
-                ended = False
-                while more := raw.readline(_CHUNK):  # the rest of the long line, unkept
-                    h.update(more)
-                    if more.endswith(b"\n"):
-                        ended = True
-                        break
-                length = raw.tell() - start - ended  # without its newline
-                reread.seek(start)
-                try:
-                    got = read_bounded(reread, length)
-                except ValueError:
-                    continue  # not a JSON record: skipped, as the index skips such lines
-                if not isinstance(got.value, dict):
-                    continue
-                shown = dict(got.value)
-                shown["_shortened"] = {"bytes": length}
-                long_lines[str(out.tell())] = [start, length]
-                out.write(orjson.dumps(shown) + b"\n")
-                hashes.append(h.digest())
-            else:
-                body = line.strip()
-                if not body:
-                    continue
-                hashes.append(hashlib.sha256(body).digest())
-                out.write(body + b"\n")
-            if max_records is not None and len(hashes) > max_records:
-                raise TooLarge(
-                    f"the run has over {max_records} records; push at most that many "
-                    "(evaluate fewer examples or rollouts)"
-                )
-    if long_lines:
-        with open_private(dest / RAW_MAP) as f:
-            f.write(orjson.dumps(long_lines))
-    else:
-        raw_path.unlink()
-    content = hashlib.sha256(b"".join(sorted(hashes))).hexdigest()
-    return content, len(hashes)
-
-
-def _parse_metadata(line: bytes) -> dict[str, Any]:
-    try:
-        meta = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        meta = None
-    if not isinstance(meta, dict):
-        raise BadRequest("the run's first line must be its metadata.json as a JSON object")
-    return meta
-
-
-def _count(v: Any, default: int) -> int:
-    """A count from the run's metadata (anything else: ``default``)."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 else default
-
-
-def _claimed(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _finite(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
-
-
-def provenance(row: m.EvalResult) -> str:
-    """What the hub knows of a run's results, in words (DESIGN 4.4)."""
-    if row.gold:
-        return "gold"
-    if not row.verified:
-        return "unpinned"
-    return {
-        "agree": "re-scored",
-        "mismatch": "re-score mismatch",
-        "pending": "self-reported (re-score pending)",
-        "failed": "self-reported (re-score failed)",
-    }.get(row.rescore_status or "", "self-reported")
-
-
-_RANK = {"re-scored": 0, "self-reported": 1, "re-score mismatch": 3, "unpinned": 4, "gold": 5}
-
-
-def _rank(p: str) -> int:
-    return _RANK.get(p, 2)  # self-reported with a pending or failed re-score
 
 
 class RunService(Part):
@@ -342,10 +170,12 @@ class RunService(Part):
             )
             if same is not None:  # identical results under another run id: one run
                 return self._pushed(same, owner, env.name, rel.version, created=False)
+            if verified:
+                check_quota(db, self.ctx.settings, user_id=who.user_id, environment_id=env.id,
+                            what=f"pushing run {run_id}")  # fmt: skip
             key = run_key(got.stream_sha256)
             if not self.ctx.storage.exists(key):
                 self.ctx.storage.put(key, body)
-            gold = str(meta.get("model") or "").strip().lower() in GOLD_MODELS
             num_examples, per_example = shape
             row = m.EvalResult(
                 release_id=rel.id,
@@ -361,7 +191,7 @@ class RunService(Part):
                 submitted_by=who.user_id,
                 run_id=run_id,
                 verified=verified,
-                gold=gold,
+                gold=False,  # earned only from the worker's own oracle rollouts (worker.py)
                 rescore_status="pending" if verified else None,
                 results_key=key,
                 results_sha256=got.stream_sha256,
@@ -373,7 +203,7 @@ class RunService(Part):
             try:
                 db.flush()
                 if verified:
-                    enqueue(db, "rescore", row.id)
+                    enqueue(db, "rescore", row.id, user_id=who.user_id, environment_id=env.id)
                 db.commit()
             except IntegrityError:  # the same run id (or results) pushed concurrently
                 raise Conflict(f"run {run_id} is being pushed by another request") from None
@@ -424,6 +254,7 @@ class RunService(Part):
             name=name,
             version=version,
             model=row.model,
+            pinned=row.verified,
             verified=row.verified,
             created=created,
             provenance=provenance(row),
@@ -454,7 +285,7 @@ class RunService(Part):
             out = [
                 _leader_row(r, pusher, env.namespace.name, env.name)
                 for r, pusher in rows
-                if (include_gold or not r.gold) and (moderator or not r.hidden)
+                if (include_gold or provenance(r) != "gold") and (moderator or not r.hidden)
             ]
         out.sort(key=lambda x: (_rank(x.provenance), -(x.avg_reward or -math.inf), x.created_at))
         return out
@@ -474,9 +305,10 @@ class RunService(Part):
             info = {
                 "version": version,
                 "pusher": pusher,
-                "verified": result.verified,
+                "pinned": result.verified,
                 "provenance": provenance(result),
                 "rescore": result.rescore_detail,
+                "summary": (result.details or {}).get("summary"),
                 "hidden": result.hidden,
                 "created_at": result.created_at,
                 "run_id": run_id,
@@ -667,72 +499,3 @@ def _shape(run: Run, meta: dict[str, Any]) -> tuple[int, int]:
             f"{examples} examples; push the run as vf-eval wrote it"
         )
     return examples, per_example
-
-
-def _bounded_summary(summary: dict[str, Any]) -> dict[str, Any]:
-    out = dict(summary)
-    out["pass_at_k"] = dict(list((summary.get("pass_at_k") or {}).items())[:PASS_K_CAP])
-    out["metrics"] = dict(list((summary.get("metrics") or {}).items())[:100])
-    out["error_types"] = dict(list((summary.get("error_types") or {}).items())[:50])
-    return out
-
-
-def _touch(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        (path / ".used").touch(mode=0o600)
-
-
-def _dir_size(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-    return total
-
-
-def run_url(owner: str, name: str, run_id: str) -> str:
-    return f"/{owner}/{name}/runs/{run_id}/"
-
-
-def _metrics(summary: dict[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for key in ("avg_reward", "reward_stderr"):
-        v = _finite(summary.get(key))
-        if v is not None:
-            out["reward" if key == "avg_reward" else "reward_stderr"] = v
-    for k, v in list((summary.get("pass_at_k") or {}).items())[:PASS_K_CAP]:
-        if (f := _finite(v)) is not None:
-            out[f"pass@{k}"] = f
-    return out
-
-
-def _jsonable(obj: Any) -> Any:
-    return orjson.loads(orjson.dumps(obj, default=str))
-
-
-def _leader_row(r: m.EvalResult, pusher: str, owner: str, name: str) -> s.LeaderboardRow:
-    metrics = r.metrics or {}
-    avg = _finite(metrics.get("reward", metrics.get("avg_reward")))
-    ks = [k for k in metrics if k.startswith("pass@")][:PASS_K_CAP]
-    return s.LeaderboardRow(
-        run_id=r.run_id,
-        model=r.model,
-        num_examples=r.num_examples,
-        rollouts_per_example=r.rollouts_per_example,
-        avg_reward=avg,
-        reward_stderr=_finite(metrics.get("reward_stderr")),
-        pass_at_k={
-            k.removeprefix("pass@"): float(metrics[k])
-            for k in ks
-            if _finite(metrics[k]) is not None
-        },
-        verified=bool(r.verified),
-        provenance=provenance(r),
-        gold=bool(r.gold),
-        hidden=bool(r.hidden),
-        rescore=r.rescore_detail,
-        submitted_by=pusher,
-        created_at=r.created_at,
-        url=run_url(owner, name, r.run_id) if r.run_id and r.results_key else None,
-    )

@@ -31,7 +31,7 @@ def test_hub_user_create_prints_token_last_and_migrate(hub: Hub, tmp_path: Path)
     token = out.strip().splitlines()[-1]
     assert token.startswith("vfh_") and " " not in token
     code, out, _ = vf(["hub", "migrate", "--data-dir", str(data)], {})
-    assert code == 0 and "revision 0007" in out
+    assert code == 0 and "revision 0008" in out
     code, _, err = vf(["hub", "user", "create", "alice", "--data-dir", str(data)], {})
     assert code == 1 and "already exists" in err
     from hub_server.services import open_service
@@ -128,7 +128,7 @@ def test_hub_serve_with_workers_and_port_0_prints_the_real_url(hub: Hub, tmp_pat
 
     cmd = [sys.executable, "-c", "from cli.main import main; main()", "hub", "serve"]
     proc = subprocess.Popen(
-        [*cmd, "--workers", "2", "--port", "0", "--data-dir", str(tmp_path / "d")],
+        [*cmd, "--processes", "2", "--port", "0", "--data-dir", str(tmp_path / "d")],
         stderr=subprocess.PIPE,
         text=True,
     )

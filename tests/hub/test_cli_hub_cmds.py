@@ -329,7 +329,7 @@ def test_json_listings_follow_the_documented_schemas(
             assert [p["name"] for p in raw["items"]] == [name]
 
 
-def test_fork_publishes_a_renamed_copy_that_records_its_source(
+def test_fork_writes_a_renamed_copy_that_push_publishes_as_a_fork(
     hub: Hub, served: str, cfg: dict[str, str], tmp_path: Path
 ) -> None:
     import httpx
@@ -346,13 +346,20 @@ def test_fork_publishes_a_renamed_copy_that_records_its_source(
         ["env", "fork", f"{alice}/{name}", copy, "--dir", str(tmp_path / "f")], env_b
     )
     assert code == 0, err
-    assert f"forked {alice}/{name}@0.1.0 as {bob}/{copy}@0.1.0" in out
+    assert f"forked {alice}/{name}@0.1.0 as {copy} into {tmp_path / 'f'}" in out
+    assert f"vf env push {tmp_path / 'f'}" in out
+    # fork publishes nothing: the user's own push builds and publishes it
+    assert hub.api("GET", f"/projects/{bob}/{copy}").status_code == 404
+    code, out, err = vf(["env", "push", str(tmp_path / "f")], env_b)
+    assert code == 0, err
+    assert f"published {bob}/{copy}@0.1.0" in out
     assert f"the hub records {bob}/{copy} as a fork of {alice}/{name}@0.1.0" in out
     module = name.replace("-", "_")
+    new_module = copy.replace("-", "_")
     code, out, _ = vf(["env", "info", f"{bob}/{copy}", "--json"], env_b)
     info = json.loads(out)
     assert info["owner"] == bob and info["releases"][0]["entry_points"] == {
-        copy: f"{module}:load_environment"
+        copy: f"{new_module}:load_environment"
     }
     # the record travels in the published wheel's pyproject.toml
     dist_info = f"{copy.replace('-', '_')}-0.1.0.dist-info/extra_metadata/pyproject.toml"
@@ -377,11 +384,19 @@ def test_fork_publishes_a_renamed_copy_that_records_its_source(
     # the original is untouched; a taken name is refused by the hub, and no token: refused
     code, out, _ = vf(["env", "info", f"{alice}/{name}", "--json"], env_b)
     assert json.loads(out)["releases"][0]["entry_points"] == {name: f"{module}:load_environment"}
-    code, _, err = vf(["env", "fork", f"{alice}/{name}", name], env_b)
+    taken = tmp_path / "taken"
+    code, _, err = vf(["env", "fork", f"{alice}/{name}", name, "--dir", str(taken)], env_b)
+    assert code == 0, err
+    code, _, err = vf(["env", "push", str(taken)], env_b)
     assert code == 1 and "Traceback" not in err
+    # forking needs no token (it only reads); publishing the fork does
+    anon = cfg | {"VF_HUB_URL": served}
+    other = tmp_path / "anon"
     code, _, err = vf(
-        ["env", "fork", f"{alice}/{name}", hub.unique("x")], cfg | {"VF_HUB_URL": served}
+        ["env", "fork", f"{alice}/{name}", hub.unique("x"), "--dir", str(other)], anon
     )
+    assert code == 0, err
+    code, _, err = vf(["env", "push", str(other)], anon)
     assert code == 1 and "no hub token" in err
 
 

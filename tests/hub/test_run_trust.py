@@ -283,20 +283,142 @@ def test_runs_are_self_reported_not_verified_and_identical_results_are_one_run(h
     )
 
 
-def test_gold_runs_stay_off_the_model_ranking_by_default(hub: Hub) -> None:
+def test_gold_is_earned_by_the_workers_oracle_and_stays_off_the_model_ranking(
+    own_hub: Hub,
+) -> None:
+    hub = own_hub
     owner, token, name, sha = _published(hub, "gold")
     oracle = _meta(name, sha, model="oracle")
     assert _put(hub.url, token, oracle, _body(oracle, _honest())).status_code == 201
     model = _meta(name, sha, model="real-model")
     recs = [_record(0, 0, "4", "5", 0.0), _record(1, 0, "6", "6", 1.0)]
     assert _put(hub.url, token, model, _body(model, recs)).status_code == 201
+    # before the worker: the model name earns nothing
+    listed = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0/runs").json()
+    assert {r["model"]: r["provenance"] for r in listed}["oracle"].startswith("self-reported")
+    assert not any(r["gold"] for r in listed)
+    service, worker = _worker(hub)
+    try:
+        _drain(worker, {("rescore", _result_id(hub, oracle["run_id"])),
+                        ("rescore", _result_id(hub, model["run_id"]))})  # fmt: skip
+    finally:
+        service.engine.dispose()
     assert [r["model"] for r in _board(hub, owner, name)] == ["real-model"]
     listed = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0/runs").json()
-    assert {r["model"]: r["provenance"] for r in listed}["oracle"] == "gold"
+    by_model = {r["model"]: r for r in listed}
+    assert by_model["oracle"]["provenance"] == "gold" and by_model["oracle"]["gold"] is True
+    assert by_model["oracle"]["rescore"]["oracle"] == "agree"
+    assert by_model["real-model"]["provenance"] == "re-scored"
+    assert by_model["real-model"]["pinned"] is True and by_model["real-model"]["verified"] is True
     page = httpx.get(f"{hub.url}/{owner}/{name}", headers=HTML)
     assert "real-model" in page.text and ">oracle<" not in page.text
     shown = httpx.get(f"{hub.url}/{owner}/{name}", params={"gold": "1"}, headers=HTML)
     assert ">oracle<" in shown.text and ">gold<" in shown.text
+
+
+def _listed(hub: Hub, owner: str, name: str, run_id: str) -> tuple[dict[str, Any], str]:
+    """A run's row in the API (gold included) and its page."""
+    listed = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0/runs").json()
+    (row,) = [r for r in listed if r["run_id"] == run_id]
+    page = httpx.get(f"{hub.url}/{owner}/{name}/runs/{run_id}/", headers=HTML).text
+    return row, page
+
+
+def _provenance_on_page(page: str) -> str:
+    return page.split('id="run-provenance">', 1)[1].split("<", 1)[0]
+
+
+def test_forged_runs_are_never_listed_re_scored_or_gold(own_hub: Hub) -> None:
+    """Issue 36's forgeries: (1) errored records claiming reward 1.0 beside an honest one,
+    (2) the model name `oracle` with wrong answers (their rewards honest, or claimed 1.0),
+    (3) a wrong completion claiming 1.0: after the worker, none is "re-scored" or "gold" in
+    the API or on the page, and what the hub lists is the recomputed rewards."""
+    hub = own_hub
+    owner, token, name, sha = _published(hub, "forgeries")
+    err = {"type": "ModelError", "message": "the endpoint failed"}
+    errored = _meta(name, sha, model="errored-model")
+    errored_recs = [_record(0, 0, "4", "4", 1.0)] + [
+        {**_record(1, i, "6", "wrong", 1.0), "error": err} for i in range(3)
+    ]
+    wrong_oracle = _meta(name, sha, model="oracle")
+    wrong_oracle_recs = [_record(0, 0, "4", "5", 0.0), _record(1, 0, "6", "7", 0.0)]
+    lying_oracle = _meta(name, sha, model="Oracle")
+    lying_oracle_recs = [_record(0, 0, "4", "5", 1.0), _record(1, 0, "6", "7", 1.0)]
+    wrong = _meta(name, sha, model="wrong-model")
+    wrong_recs = [_record(0, 0, "4", "4", 1.0), _record(1, 0, "6", "wrong", 1.0)]
+    runs = [(errored, errored_recs), (wrong_oracle, wrong_oracle_recs),
+            (lying_oracle, lying_oracle_recs), (wrong, wrong_recs)]  # fmt: skip
+    for meta, recs in runs:
+        r = _put(hub.url, token, meta, _body(meta, recs))
+        assert r.status_code == 201, r.text
+        assert r.json()["provenance"] != "gold" and r.json()["pinned"] is True
+    service, worker = _worker(hub)
+    try:
+        _drain(worker, {("rescore", _result_id(hub, meta["run_id"])) for meta, _ in runs})
+    finally:
+        service.engine.dispose()
+    want = {
+        # the errored rollouts are unscored, as the evaluation left them: out of the mean
+        errored["run_id"]: ("re-score mismatch", 4, 3, 1.0),
+        wrong_oracle["run_id"]: ("re-scored", 2, 0, 0.0),  # honest numbers, but not gold
+        lying_oracle["run_id"]: ("re-score mismatch", 2, 2, 0.0),
+        wrong["run_id"]: ("re-score mismatch", 2, 1, 0.5),
+    }
+    for run_id, (prov, records, mismatches, mean) in want.items():
+        row, page = _listed(hub, owner, name, run_id)
+        assert row["provenance"] == prov and row["gold"] is False, row
+        assert row["rescore"]["records"] == records and row["rescore"]["mismatches"] == mismatches
+        assert row["avg_reward"] == pytest.approx(mean), row  # the recomputed rewards only
+        assert _provenance_on_page(page) == prov
+        assert "gold" not in _provenance_on_page(page)
+    row, page = _listed(hub, owner, name, errored["run_id"])
+    assert 'id="rescored-summary"' in page and "Recomputed by the hub: 4 records" in page
+    assert [e["recomputed"] for e in row["rescore"]["examples"]] == [None, None, None]
+    # not gold, so on the model ranking, below the honest run
+    assert {r["model"] for r in _board(hub, owner, name)} == {
+        "errored-model", "oracle", "Oracle", "wrong-model"
+    }  # fmt: skip
+
+
+STATE_ENV = """
+import verifiers as vf
+
+def load_environment(**kwargs):
+    rows = [{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": "6"}]
+
+    def exact(completion, answer) -> float:
+        return float(completion[-1]["content"] == answer)
+
+    def tool_calls_made(state) -> float:
+        return float(state["tool_calls_made"])  # a state field the record does not keep
+
+    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact, tool_calls_made],
+                                                          weights=[1.0, 0.0]), **kwargs)
+"""
+
+
+def test_a_rubric_that_reads_state_the_records_lack_is_not_re_scorable(own_hub: Hub) -> None:
+    """A record whose rubric needs an input it lacks is "not re-scorable", never "mismatch"
+    and never "re-scored"; a record that saved the field (``--state-columns``) is computed."""
+    hub = own_hub
+    owner, token, name, sha = _published(hub, "statey", module_body=STATE_ENV)
+    lacking = _meta(name, sha, model="lacking")
+    assert _put(hub.url, token, lacking, _body(lacking, _honest())).status_code == 201
+    saved = _meta(name, sha, model="saved")
+    recs = [{**r, "tool_calls_made": 1} for r in _honest()]
+    assert _put(hub.url, token, saved, _body(saved, recs)).status_code == 201
+    service, worker = _worker(hub)
+    try:
+        _drain(worker, {("rescore", _result_id(hub, lacking["run_id"])),
+                        ("rescore", _result_id(hub, saved["run_id"]))})  # fmt: skip
+    finally:
+        service.engine.dispose()
+    row, page = _listed(hub, owner, name, lacking["run_id"])
+    assert row["provenance"] == "not re-scorable", row
+    assert row["rescore"]["unscorable"] == 2 and row["rescore"]["mismatches"] == 0
+    assert 'id="rescore-unscorable"' in page and _provenance_on_page(page) == "not re-scorable"
+    row, _ = _listed(hub, owner, name, saved["run_id"])
+    assert row["provenance"] == "re-scored", row
 
 
 def test_owners_and_admins_hide_or_delete_runs_submitters_delete_their_own(hub: Hub) -> None:
@@ -555,7 +677,8 @@ def test_vf_eval_runs_lists_hides_and_deletes(hub: Hub, tmp_path: Path) -> None:
     listed = _vf(["eval", "runs", "list", f"{owner}/{name}"], hub, None, tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "cli-model" in listed.stdout and "self-reported" in listed.stdout
-    assert "gold" in listed.stdout and "(2 runs of" in listed.stdout
+    # the model name `oracle` earns nothing without the worker's oracle rollouts
+    assert "gold" not in listed.stdout and "(2 runs of" in listed.stdout
     plain = _vf(["eval", "runs", "list", f"{owner}/{name}@1.0.0", "--no-gold", "--json"],
                 hub, None, tmp_path)  # fmt: skip
     listed_json = orjson.loads(plain.stdout)
@@ -563,7 +686,7 @@ def test_vf_eval_runs_lists_hides_and_deletes(hub: Hub, tmp_path: Path) -> None:
     assert (listed_json["owner"], listed_json["name"], listed_json["version"]) == (
         owner, name, "1.0.0"
     )  # fmt: skip
-    assert [r["model"] for r in listed_json["items"]] == ["cli-model"]
+    assert sorted(r["model"] for r in listed_json["items"]) == ["cli-model", "oracle"]
     assert set(listed_json["items"][0]) == set(schemas.LeaderboardRow.model_fields)
     schemas.RunList.model_validate(listed_json, strict=False)
     latest = _vf(["eval", "runs", "list", f"{owner}/{name}", "--json"], hub, None, tmp_path)
@@ -647,26 +770,44 @@ def test_backfill_queues_what_a_hub_from_before_the_worker_lacks(own_hub: Hub) -
 def test_comparing_rewards_tells_a_forgery_from_a_reward_the_sandbox_could_not_compute(
     tmp_path: Path,
 ) -> None:
+    """Every record is compared, the errored one too: its pushed reward must be what the
+    rubric gives it (here: none, the rollout errored); a reward the sandbox could not compute
+    makes the run not re-scorable, never re-scored, never a mismatch."""
     from hub_server.worker import compare_rewards
 
     records = tmp_path / "records.jsonl"
-    recs = [_record(0, 0, "4", "4", 1.0), _record(1, 0, "6", "6", 1.0),
-            {**_record(2, 0, "6", "", 0.0), "error": {"type": "ModelError"}}]  # fmt: skip
+    errored = {**_record(2, 0, "6", "", 0.0), "reward": None, "error": {"type": "ModelError"}}
+    recs = [_record(0, 0, "4", "4", 1.0), _record(1, 0, "6", "6", 1.0), errored]
     records.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
 
-    def out(*rewards: float | None) -> bytes:
-        return b"".join(orjson.dumps({"i": i, "reward": r}) + b"\n" for i, r in enumerate(rewards))
+    def out(*rewards: float | None, failed: tuple[int, ...] = ()) -> bytes:
+        return b"".join(
+            orjson.dumps({"i": i, "reward": r, "failed": i in failed}) + b"\n"
+            for i, r in enumerate(rewards)
+        )
 
-    assert compare_rewards(records, out(1.0, 1.0))["status"] == "agree"
-    forged = compare_rewards(records, out(1.0, 0.0))
+    agreed = compare_rewards(records, out(1.0, 1.0, None))
+    assert agreed["status"] == "agree" and agreed["agreed"] == agreed["records"] == 3
+    assert agreed["summary"]["avg_reward"] == 1.0 and agreed["summary"]["num_errors"] == 1
+    forged = compare_rewards(records, out(1.0, 0.0, None))
     assert forged["status"] == "mismatch" and forged["mismatches"] == 1
     assert forged["examples"] == [
         {"rollout": 1, "example_id": "1", "pushed": 1.0, "recomputed": 0.0}
     ]
-    unscorable = compare_rewards(records, out(1.0, None))
-    assert unscorable["status"] == "failed" and unscorable["unscorable"] == 1
-    assert compare_rewards(records, out(1.0))["status"] == "failed"  # one reward missing
-    assert compare_rewards(records, b"")["status"] == "failed"
+    assert forged["summary"]["avg_reward"] == 0.5  # the recomputed rewards, not the pushed
+    # the errored record claims a reward the rubric does not give it
+    records.write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in [*recs[:2], {**errored, "reward": 1.0}])
+    )
+    lied = compare_rewards(records, out(1.0, 1.0, None))
+    assert lied["status"] == "mismatch" and lied["examples"][0]["rollout"] == 2
+    records.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    unscorable = compare_rewards(records, out(1.0, None, None, failed=(1,)))
+    assert unscorable["status"] == "unscorable" and unscorable["unscorable"] == 1
+    assert unscorable["mismatches"] == 0
+    missing = compare_rewards(records, out(1.0, 1.0))  # one record not recomputed
+    assert missing["status"] == "unscorable" and missing["missing"] == 1
+    assert compare_rewards(records, b"")["status"] == "unscorable"
 
 
 def test_a_run_the_worker_cannot_rescore_says_so_after_its_retries(own_hub: Hub) -> None:

@@ -168,7 +168,7 @@ def test_vf_eval_push_command(hub: Hub, tmp_path: Path) -> None:
     assert refused.returncode == 1 and "--allow-unverified" in refused.stderr
     assert "Traceback" not in refused.stderr
     ok = _vf(["vf", "eval", "push", str(unver), "--allow-unverified"], hub, token, tmp_path)
-    assert ok.returncode == 0 and "(unverified)" in ok.stdout
+    assert ok.returncode == 0 and "(unpinned)" in ok.stdout
 
 
 def test_vf_eval_push_flag_pushes_after_the_run(

@@ -57,28 +57,72 @@ def test_failed_authentication_is_limited_per_client(
         for i in range(3):
             guess = {"Authorization": f"Bearer vfh_guess{i}"}
             assert httpx.get(f"{url}/api/v1/whoami", headers=guess).status_code == 401
-        # the limit is reached: every way in answers 429 with Retry-After, even a valid token
+        # the limit is reached: every guess answers 429 with Retry-After ...
         refused = [
-            httpx.get(f"{url}/api/v1/whoami", headers=bearer),
+            httpx.get(f"{url}/api/v1/whoami", headers={"Authorization": "Bearer vfh_guess"}),
             httpx.get(f"{url}/simple/", auth=("__token__", "vfh_guess")),
-            httpx.get(f"{url}/", headers={**HTML, **bearer}),
+            httpx.get(f"{url}/", headers={**HTML, "Authorization": "Bearer vfh_guess"}),
         ]
         for r in refused:
             assert r.status_code == 429, (r.request.url, r.status_code)
             assert 0 < int(r.headers["retry-after"]) <= 300
         assert "too many failed sign-ins" in refused[0].json()["message"]
+        # ... but a valid token is never refused: flooding an address locks nobody out
+        assert httpx.get(f"{url}/api/v1/whoami", headers=bearer).status_code == 200
+        assert httpx.get(f"{url}/", headers={**HTML, **bearer}).status_code == 200
         with httpx.Client(base_url=url, headers=HTML) as browser:
             form = browser.get("/-/signin").text
             csrf = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-            r = browser.post("/-/signin", data={"token": token, "csrf": csrf})
+            r = browser.post("/-/signin", data={"token": "vfh_guess", "csrf": csrf})
             assert r.status_code == 429 and "retry-after" in r.headers
             assert "vf_session" not in browser.cookies
+            form = browser.get("/-/signin").text
+            csrf = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+            r = browser.post("/-/signin", data={"token": token, "csrf": csrf})
+            assert r.status_code in (200, 303) and "vf_session" in browser.cookies, r.text[:500]
         # anonymous reading is not authentication and goes on
         assert httpx.get(f"{url}/simple/").status_code == 200
         # another client (another loopback address) is not held to this one's failures
         other = httpx.HTTPTransport(local_address="127.0.0.2")
         with httpx.Client(transport=other) as elsewhere:
-            assert elsewhere.get(f"{url}/api/v1/whoami", headers=bearer).status_code == 200
+            guess = {"Authorization": "Bearer vfh_guess"}
+            assert elsewhere.get(f"{url}/api/v1/whoami", headers=guess).status_code == 401
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_forwarded_headers_count_only_from_the_proxies_the_operator_names(
+    trusted: bool, tmp_path: Path
+) -> None:
+    """`vf hub serve` believes X-Forwarded-For only from `--forwarded-allow-ips` (none by
+    default): a guesser rotating the header from one address is still one client; behind a
+    named proxy, each forwarded client counts alone."""
+    from hub_server.settings import Settings
+
+    from .procserver import hub_process
+
+    settings = Settings(data_dir=tmp_path / "data")
+    args = ["--forwarded-allow-ips", "127.0.0.1"] if trusted else []
+    from hub_server.services import open_service
+
+    service = open_service(settings)  # create the hub (the server process does not migrate)
+    _, token = service.create_user(f"u-{uuid.uuid4().hex[:6]}")
+    service.engine.dispose()
+    with hub_process(settings, *args, VF_HUB_AUTH_FAILURE_LIMIT="3") as proc:
+
+        def whoami(secret: str, forwarded: str) -> int:
+            headers = {"Authorization": f"Bearer {secret}", "X-Forwarded-For": forwarded}
+            return httpx.get(f"{proc.url}/api/v1/whoami", headers=headers).status_code
+
+        codes = [whoami("vfh_guess", f"203.0.113.{i}") for i in range(6)]
+        if trusted:  # six clients, one failure each
+            assert codes == [401] * 6
+            for _ in range(3):
+                assert whoami("vfh_guess", "198.51.100.7") == 401
+            assert whoami("vfh_guess", "198.51.100.7") == 429
+            assert whoami("vfh_guess", "198.51.100.8") == 401
+        else:  # rotating the header changes nothing: one client, limited after three
+            assert codes == [401, 401, 401, 429, 429, 429]
+        assert whoami(token, "198.51.100.7") == 200  # a valid token is never refused
 
 
 def test_the_limit_forgets_failures_older_than_its_window() -> None:

@@ -251,12 +251,22 @@ class RunPushed(BaseModel):
     name: str
     version: str
     model: str
-    verified: bool = Field(description="the run's wheel sha256 is a file of this release")
+    pinned: bool = Field(
+        default=False, description="the run's wheel sha256 is a file of this release"
+    )
+    verified: bool = Field(
+        default=False,
+        deprecated=True,
+        description="deprecated alias of ``pinned`` (kept for one release): it never meant "
+        "that the hub checked the results; read ``provenance`` for that",
+    )
     created: bool = Field(description="false when this run was already pushed (a no-op)")
     provenance: str = Field(
         default="self-reported",
         description="what the hub knows of the results: self-reported (pinned to the release's "
-        "wheel), unpinned, gold (the oracle), re-scored or re-score mismatch",
+        "wheel), unpinned, re-scored (a hub worker recomputed every record's reward and each "
+        "agreed), re-score mismatch, not re-scorable, or gold (re-scored, and the worker's own "
+        "oracle rollouts earned the same rewards)",
     )
     num_rollouts: int
     avg_reward: float | None = None
@@ -271,14 +281,21 @@ class LeaderboardRow(BaseModel):
     avg_reward: float | None = None
     reward_stderr: float | None = None
     pass_at_k: dict[str, float] = Field(default_factory=dict)
-    verified: bool = Field(default=True, description="pinned to the release's wheel sha256")
+    pinned: bool = Field(default=True, description="pinned to the release's wheel sha256")
+    verified: bool = Field(
+        default=True,
+        deprecated=True,
+        description="deprecated alias of ``pinned`` (kept for one release)",
+    )
     provenance: str = Field(
         default="self-reported",
-        description="self-reported (pinned to the release's wheel), unpinned, gold (the "
-        "oracle: off the model ranking), re-scored (a hub worker recomputed every reward in a "
-        "sandbox and they agree), re-score mismatch, or re-score pending/failed",
+        description="self-reported (pinned to the release's wheel), unpinned, re-scored (a hub "
+        "worker recomputed every record's reward in a sandbox and each agreed), re-score "
+        "mismatch, not re-scorable (some reward could not be recomputed), re-score "
+        "pending/failed, or gold (re-scored, and the worker's own oracle rollouts of the "
+        "release earned the same rewards: off the model ranking)",
     )
-    gold: bool = False
+    gold: bool = Field(default=False, description="provenance is gold (earned, never claimed)")
     hidden: bool = False
     rescore: dict[str, Any] | None = Field(default=None, description="the re-scoring outcome")
     submitted_by: str
