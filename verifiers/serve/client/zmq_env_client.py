@@ -40,6 +40,7 @@ from verifiers.serve.protocol import (
     pack,
     unpack,
 )
+from verifiers.serve.security import ServeAuth
 
 if TYPE_CHECKING:
     from verifiers.serve.types import (
@@ -100,6 +101,12 @@ class _Conn:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 break
+            auth = self.client.auth
+            if auth.signs:
+                if len(frames) != 3 or not auth.verify(frames[0], frames[1:]):
+                    logger.warning("dropping a reply without a valid signature")
+                    continue
+                frames = frames[1:]
             if len(frames) < 2:
                 continue
             rid, payload = frames[0], frames[1]
@@ -111,9 +118,16 @@ class _Conn:
                 fut.set_result(payload)
 
     def send(self, rid: bytes, payload: bytes) -> None:
-        self.sock.send_multipart((rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
+        self.raw_send(rid, payload)
         if _events(self.sock) & zmq.POLLIN:
             self.schedule_drain()
+
+    def raw_send(self, rid: bytes, payload: bytes) -> None:
+        auth = self.client.auth
+        if auth.signs:
+            self.sock.send_multipart((auth.sign((rid, payload)), rid, payload), zmq.NOBLOCK)
+        else:
+            self.sock.send_multipart((rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
 
     def on_pong(self, payload: bytes) -> None:
         try:
@@ -157,6 +171,10 @@ class ZMQEnvClient(EnvClient):
         recovery_timeout: kept for the classic signature.
         request_timeout: seconds a request may take (default ``DEFAULT_REQUEST_TIMEOUT``:
             no limit).
+        keys_dir: a directory of keys (``vf serve keygen --dir``); default
+            ``VF_SERVE_KEYS_DIR``, else the per-user key pair the server also reads.
+        insecure: connect without authentication (to a server started ``insecure=True``,
+            e.g. verifiers 0.3.x's).
 
     Besides ``run_rollout``/``run_group``/``health`` it has the classic request methods of
     :class:`EnvClient` (``handle_run_rollout_request`` ..., ``send_request`` with the models
@@ -175,7 +193,11 @@ class ZMQEnvClient(EnvClient):
         startup_timeout: float = 600.0,
         recovery_timeout: float = 600.0,
         request_timeout: float | None = None,
+        *,
+        keys_dir: str | None = None,
+        insecure: bool = False,
     ) -> None:
+        self.auth = ServeAuth.resolve("client", keys_dir=keys_dir, insecure=insecure)
         addresses = [address] if isinstance(address, str) else list(address)
         if not addresses:
             from verifiers.errors import ConfigError
@@ -230,6 +252,7 @@ class ZMQEnvClient(EnvClient):
             sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, 10)
             sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, 2)
             sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, 3)
+            self.auth.secure_client(sock)
             sock.connect(address)
             conn = _Conn(self, address, sock)
             loop.add_reader(_fd(sock), conn.schedule_drain)
@@ -473,7 +496,7 @@ class ZMQEnvClient(EnvClient):
         for conn in self._conns:
             if not conn.sock.closed:
                 try:
-                    conn.sock.send_multipart((rid, CANCEL), zmq.NOBLOCK)
+                    conn.raw_send(rid, CANCEL)
                 except zmq.ZMQError:
                     pass
 
@@ -495,7 +518,7 @@ class ZMQEnvClient(EnvClient):
                         fut.set_exception(EnvServerError(f"env server {self.name}: {reason}"))
                 if not conn.sock.closed:
                     try:
-                        conn.sock.send_multipart((rid, CANCEL), zmq.NOBLOCK)
+                        conn.raw_send(rid, CANCEL)
                     except zmq.ZMQError:
                         pass
         return ids
@@ -519,7 +542,7 @@ class ZMQEnvClient(EnvClient):
             for rid, fut in list(conn.pending.items()):
                 fut.cancel()
                 try:
-                    conn.sock.send_multipart((rid, CANCEL), zmq.NOBLOCK)
+                    conn.raw_send(rid, CANCEL)
                 except zmq.ZMQError:
                     pass
             conn.pending.clear()

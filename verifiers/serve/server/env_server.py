@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EnvServer"]
+__all__ = ["EnvServer", "run_classic_request"]
 
 logger = logging.getLogger("verifiers.serve.server")
 
@@ -162,6 +162,29 @@ class EnvServer(ABC):
             kwargs.setdefault("watch_parent", True)
         server = cls(*args, **kwargs)
         asyncio.run(server.run())
+
+
+async def run_classic_request(env: Any, client: Any, kind: str, request: Any) -> dict[str, Any]:
+    """Run a decoded ``run_rollout`` / ``run_group`` request map on ``env`` with ``client``;
+    the response map (the one implementation the server and the router's workers share)."""
+    model = str(request.get("model") or "")
+    sampling_args = dict(request.get("sampling_args") or {})
+    max_retries = int(request.get("max_retries") or 0)
+    columns = request.get("state_columns")
+    if kind == "run_rollout":
+        output = await env.run_rollout(
+            request["input"],
+            client,
+            model,
+            sampling_args,
+            max_retries=max_retries,
+            state_columns=columns,
+        )
+        return {"success": True, "error": None, "output": output}
+    outputs = await env.run_group(
+        list(request["group_inputs"]), client, model, sampling_args, max_retries, columns
+    )
+    return {"success": True, "error": None, "outputs": outputs}
 
 
 async def _watch_parent(stop: asyncio.Event, interval: float = 1.0) -> None:

@@ -1,0 +1,706 @@
+"""Security of the env servers (classic :mod:`verifiers.serve` and :mod:`verifiers.v1.serve`):
+who may talk to them, which secrets their model calls may use, and how big a request may be.
+
+- **Authentication** (:class:`ServeAuth`): ZeroMQ CURVE. A server accepts only clients whose
+  public key it authorises (a ZAP handler); a client must know the server's public key.
+  Keys come from, in order: an explicit ``keys_dir=``, ``VF_SERVE_KEYS_DIR``, the
+  ``VF_SERVE_SECRET_KEY`` / ``VF_SERVE_SERVER_KEY`` / ``VF_SERVE_CLIENT_KEYS`` variables, or
+  else the per-user key pair (``$XDG_CONFIG_HOME/verifiers/serve/user.key_secret``, created
+  atomically with mode 0600 on first use): a server and a client of the same user then trust
+  each other with no configuration, other users and hosts are refused. Where libzmq lacks
+  CURVE, every message carries an HMAC-SHA256 of its frames under a shared secret instead.
+  ``insecure=True`` serves without authentication (and logs a warning).
+- **Endpoint policy** (:class:`ServeAllow`): a request may name a client type, a model,
+  sampling arguments and an endpoint the server allows; the server's secrets (API key
+  variables, environment headers) go only where the server's own configuration says.
+- **Bounded input** (:class:`Limits`, :func:`bounded_unpack`): a socket message-size limit
+  and a count/depth limit on every decoded request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
+
+import msgpack
+import zmq
+
+__all__ = [
+    "ClientLRU",
+    "Limits",
+    "PayloadError",
+    "Peers",
+    "ServeAllow",
+    "ServeAuth",
+    "bounded_unpack",
+    "default_keys_path",
+    "generate_keys",
+    "user_keys",
+    "watch_disconnects",
+]
+
+logger = logging.getLogger("verifiers.serve.security")
+
+SECRET_SUFFIX = ".key_secret"
+PUBLIC_SUFFIX = ".key"
+USER_KEY = "user"
+HMAC_SIZE = 32
+
+# ---------------------------------------------------------------------------------- keys
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/verifiers/serve`` (``~/.config/verifiers/serve`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "verifiers" / "serve"
+
+
+def default_keys_path() -> Path:
+    """The per-user key file both ends read when nothing else is configured."""
+    return config_dir() / (USER_KEY + SECRET_SUFFIX)
+
+
+def _cert_text(public: bytes, secret: bytes | None, shared: bytes | None) -> str:
+    lines = ["#   verifiers env-server key (ZeroMQ CURVE certificate)", "metadata", "curve"]
+    lines.append(f'    public-key = "{public.decode()}"')
+    if secret is not None:
+        lines.append(f'    secret-key = "{secret.decode()}"')
+    if shared is not None:
+        lines.append(f'    shared-secret = "{shared.hex()}"')
+    return "\n".join(lines) + "\n"
+
+
+def _read_cert(path: Path, *, secret: bool) -> dict[str, bytes]:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise PermissionError(f"no key file at {path}; create it with `vf serve keygen`") from None
+    if secret and info.st_mode & 0o077:
+        raise PermissionError(
+            f"the secret key file {path} is readable by others (mode "
+            f"{stat.S_IMODE(info.st_mode):o}); run `chmod 600 {path}`"
+        )
+    out: dict[str, bytes] = {}
+    for line in path.read_text().splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name.strip() in ("public-key", "secret-key", "shared-secret"):
+            out[name.strip()] = value.strip().strip('"').encode()
+    if "public-key" not in out or (secret and "secret-key" not in out):
+        raise PermissionError(f"{path} is not a verifiers/ZeroMQ key file")
+    return out
+
+
+def _write_exclusive(path: Path, text: str, mode: int) -> bool:
+    """Write ``path`` atomically if it does not exist; False when another process won."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # atomic, fails when the file exists: racing creators agree
+            return True
+        except FileExistsError:
+            return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _new_pair() -> tuple[bytes, bytes]:
+    public, secret = zmq.curve_keypair()
+    return public, secret
+
+
+def user_keys(create: bool = True) -> tuple[bytes, bytes, bytes]:
+    """The per-user (public, secret, shared secret), created on first use."""
+    path = default_keys_path()
+    if not path.exists() and create:
+        public, secret = _new_pair()
+        if _write_exclusive(path, _cert_text(public, secret, secrets.token_bytes(32)), 0o600):
+            logger.info("created the per-user env-server key %s", path)
+    cert = _read_cert(path, secret=True)
+    shared = bytes.fromhex(cert["shared-secret"].decode()) if "shared-secret" in cert else b""
+    return cert["public-key"], cert["secret-key"], shared
+
+
+def generate_keys(directory: Path, force: bool = False) -> dict[str, Path]:
+    """Write a server and a client key pair (``server.key_secret``, ``server.key``,
+    ``client.key_secret``, ``client.key``) and a shared secret into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    shared = secrets.token_bytes(32)
+    written: dict[str, Path] = {}
+    for role in ("server", "client"):
+        public, secret = _new_pair()
+        for suffix, text, mode in (
+            (SECRET_SUFFIX, _cert_text(public, secret, shared), 0o600),
+            (PUBLIC_SUFFIX, _cert_text(public, None, None), 0o644),
+        ):
+            path = directory / (role + suffix)
+            if path.exists():
+                if not force:
+                    raise FileExistsError(f"{path} exists; pass --force to replace it")
+                path.unlink()
+            if not _write_exclusive(path, text, mode):
+                raise FileExistsError(f"{path} was created concurrently")
+            written[role + suffix] = path
+    return written
+
+
+@dataclass(frozen=True)
+class ServeAuth:
+    """How one end of an env-server connection authenticates (see the module docstring).
+
+    ``mode``: ``curve`` (default where libzmq has it), ``hmac`` (a shared secret signing
+    every message) or ``insecure``. A server uses ``public``/``secret`` as its key pair and
+    accepts the clients in ``authorized``; a client uses its pair and ``server_public``.
+    """
+
+    mode: Literal["curve", "hmac", "insecure"]
+    public: bytes = b""
+    secret: bytes = b""
+    server_public: bytes = b""
+    authorized: frozenset[bytes] = frozenset()
+    shared_secret: bytes = b""
+    source: str = ""
+
+    @classmethod
+    def resolve(
+        cls,
+        role: Literal["server", "client"],
+        *,
+        keys_dir: str | os.PathLike[str] | None = None,
+        insecure: bool = False,
+        mode: str | None = None,
+    ) -> ServeAuth:
+        """The configuration of this end (the order is the module docstring's)."""
+        if insecure:
+            return cls(mode="insecure", source="insecure=True")
+        chosen = mode or os.environ.get("VF_SERVE_AUTH") or ("curve" if zmq.has("curve") else "hmac")
+        if chosen not in ("curve", "hmac"):
+            raise ValueError(f"VF_SERVE_AUTH must be 'curve' or 'hmac', got {chosen!r}")
+        if chosen == "curve" and not zmq.has("curve"):
+            chosen = "hmac"
+        directory = keys_dir or os.environ.get("VF_SERVE_KEYS_DIR")
+        if directory:
+            return cls._from_dir(role, Path(directory), chosen)
+        env_secret = os.environ.get("VF_SERVE_SECRET_KEY")
+        if env_secret:
+            secret = env_secret.encode()
+            public = zmq.curve_public(secret)
+            shared = bytes.fromhex(os.environ.get("VF_SERVE_SHARED_SECRET", ""))
+            server_public = os.environ.get("VF_SERVE_SERVER_KEY", "").encode() or public
+            allowed = {k.strip().encode() for k in os.environ.get("VF_SERVE_CLIENT_KEYS", "").split(",") if k.strip()}
+            return cls(
+                mode=chosen,  # type: ignore[arg-type]
+                public=public,
+                secret=secret,
+                server_public=server_public,
+                authorized=frozenset(allowed or {public}),
+                shared_secret=shared,
+                source="VF_SERVE_SECRET_KEY",
+            )
+        public, secret, shared = user_keys()
+        return cls(
+            mode=chosen,  # type: ignore[arg-type]
+            public=public,
+            secret=secret,
+            server_public=public,
+            authorized=frozenset({public}),
+            shared_secret=shared,
+            source=str(default_keys_path()),
+        )
+
+    @classmethod
+    def _from_dir(cls, role: str, directory: Path, mode: str) -> ServeAuth:
+        own = _read_cert(directory / (role + SECRET_SUFFIX), secret=True)
+        shared = bytes.fromhex(own["shared-secret"].decode()) if "shared-secret" in own else b""
+        server_public = b""
+        authorized: set[bytes] = set()
+        if role == "client":
+            server_public = _read_cert(directory / ("server" + PUBLIC_SUFFIX), secret=False)[
+                "public-key"
+            ]
+        else:
+            paths = [directory / ("client" + PUBLIC_SUFFIX)]
+            extra = directory / "authorized_clients"
+            if extra.is_dir():
+                paths += sorted(extra.glob("*" + PUBLIC_SUFFIX))
+            authorized = {
+                _read_cert(p, secret=False)["public-key"] for p in paths if p.exists()
+            }
+        return cls(
+            mode=mode,  # type: ignore[arg-type]
+            public=own["public-key"],
+            secret=own["secret-key"],
+            server_public=server_public,
+            authorized=frozenset(authorized),
+            shared_secret=shared,
+            source=str(directory),
+        )
+
+    # -------------------------------------------------------------- sockets
+
+    def secure_server(self, ctx: zmq.Context[Any], sock: zmq.Socket[Any]) -> _Gate | None:
+        """Make ``sock`` (not yet bound) refuse unauthenticated clients; the ZAP handler it
+        needs (stop it with the context). None in ``insecure`` mode."""
+        if self.mode == "insecure":
+            logger.warning(
+                "the env server runs WITHOUT authentication (insecure=True): anyone who can "
+                "reach its address can run requests on it"
+            )
+            return None
+        if self.mode == "hmac":
+            if not self.shared_secret:
+                raise PermissionError(f"no shared secret for HMAC authentication in {self.source}")
+            return None
+        gate = _Gate(ctx, self.authorized)
+        sock.setsockopt(zmq.CURVE_SERVER, 1)
+        sock.setsockopt(zmq.CURVE_SECRETKEY, self.secret)
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, self.public)
+        return gate
+
+    def secure_client(self, sock: zmq.Socket[Any]) -> None:
+        """Make ``sock`` (not yet connected) present this end's key to the server."""
+        if self.mode == "curve":
+            sock.setsockopt(zmq.CURVE_SERVERKEY, self.server_public)
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, self.public)
+            sock.setsockopt(zmq.CURVE_SECRETKEY, self.secret)
+        elif self.mode == "hmac" and not self.shared_secret:
+            raise PermissionError(f"no shared secret for HMAC authentication in {self.source}")
+
+    # -------------------------------------------------------------- HMAC fallback
+
+    @property
+    def signs(self) -> bool:
+        return self.mode == "hmac"
+
+    def sign(self, frames: Iterable[bytes]) -> bytes:
+        mac = hmac.new(self.shared_secret, digestmod=hashlib.sha256)
+        for f in frames:
+            mac.update(len(f).to_bytes(8, "big"))
+            mac.update(f)
+        return mac.digest()
+
+    def verify(self, mac: bytes, frames: Iterable[bytes]) -> bool:
+        return hmac.compare_digest(mac, self.sign(frames))
+
+    def seal_frames(self, frames: list[bytes], routed: bool = True) -> list[bytes]:
+        """``frames`` as sent: with HMAC, the signature follows the routing id (``routed``,
+        a ROUTER's send) or leads (a DEALER's)."""
+        if not self.signs:
+            return frames
+        if routed:
+            return [frames[0], self.sign(frames[1:]), *frames[1:]]
+        return [self.sign(frames), *frames]
+
+    def open_frames(
+        self, frames: list[bytes], stats: dict[str, int] | None = None, routed: bool = True
+    ) -> list[bytes]:
+        """``frames`` as received, the signature checked and removed (``[]`` when it does
+        not verify: the message is dropped)."""
+        if not self.signs:
+            return frames
+        at = 1 if routed else 0
+        if len(frames) < at + 2 or not self.verify(frames[at], frames[at + 1 :]):
+            if stats is not None:
+                stats["refused"] = stats.get("refused", 0) + 1
+            logger.warning("dropped a message without a valid signature")
+            return []
+        return [*frames[:at], *frames[at + 1 :]]
+
+
+class _Gate:
+    """A ZAP handler (a thread) admitting the CURVE clients whose keys are authorised; it
+    counts the refusals (``refused``)."""
+
+    def __init__(self, ctx: zmq.Context[Any], authorized: frozenset[bytes]) -> None:
+        from zmq.auth.thread import ThreadAuthenticator
+
+        self.authorized = authorized
+        self.refused = 0
+        self._lock = threading.Lock()
+        self._auth = ThreadAuthenticator(zmq.Context.shadow(ctx.underlying), log=logger)
+        self._auth.start()
+        self._auth.configure_curve_callback(domain="*", credentials_provider=self)
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        ok = key in self.authorized
+        if not ok:
+            with self._lock:
+                self.refused += 1
+            logger.warning("refused an env-server client with an unknown CURVE key")
+        return ok
+
+    def stop(self) -> None:
+        self._auth.stop()
+
+
+# ---------------------------------------------------------------------------------- peers
+
+
+class Peers:
+    """Which connection (file descriptor, ``zmq.SRCFD``) each ROUTER peer came in on and
+    the requests it has in flight, so a disconnect (the socket monitor's
+    ``EVENT_DISCONNECTED``, whose value is that descriptor) cancels them."""
+
+    def __init__(self) -> None:
+        self.fd_of: dict[bytes, int] = {}
+        self.on_fd: dict[int, set[bytes]] = {}
+        self.requests: dict[bytes, set[bytes]] = {}
+        self.pending_disconnects: list[int] = []
+
+    def seen(self, cid: bytes, fd: int) -> None:
+        if self.fd_of.get(cid) == fd:
+            return
+        self.fd_of[cid] = fd
+        self.on_fd.setdefault(fd, set()).add(cid)
+
+    def add(self, cid: bytes, rid: bytes) -> None:
+        self.requests.setdefault(cid, set()).add(rid)
+
+    def done(self, cid: bytes, rid: bytes) -> None:
+        rids = self.requests.get(cid)
+        if rids is not None:
+            rids.discard(rid)
+            if not rids:
+                del self.requests[cid]
+
+    def disconnected(self, fd: int) -> list[tuple[bytes, set[bytes]]]:
+        out = []
+        for cid in self.on_fd.pop(fd, set()):
+            self.fd_of.pop(cid, None)
+            out.append((cid, self.requests.pop(cid, set())))
+        return out
+
+
+async def watch_disconnects(monitor: Any, on_disconnect: Callable[[int], None]) -> None:
+    """Call ``on_disconnect(fd)`` for each ``EVENT_DISCONNECTED`` on an asyncio monitor
+    socket, until cancelled."""
+    from zmq.utils.monitor import parse_monitor_message
+
+    while True:
+        msg = parse_monitor_message(await monitor.recv_multipart())
+        if msg["event"] == zmq.EVENT_DISCONNECTED:
+            try:
+                on_disconnect(int(msg["value"]))
+            except Exception:
+                logger.warning("handling a disconnect failed", exc_info=True)
+
+
+# ---------------------------------------------------------------------------------- policy
+
+
+def _norm_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def _is_loopback(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return False
+    host = (parts.hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _holds_secret(var: str) -> bool:
+    """Whether the key variable ``var`` is a secret of this process (set, or PRIME_API_KEY
+    with a key in ``~/.prime/config.json``)."""
+    if os.environ.get(var):
+        return True
+    if var == "PRIME_API_KEY":
+        from verifiers.utils.client_utils import load_prime_config
+
+        return bool(load_prime_config().get("api_key"))
+    return False
+
+
+@dataclass(frozen=True)
+class ServeAllow:
+    """Which endpoints and secrets a server's model calls may use (its own configuration).
+
+    - ``endpoints``: ``{base URL: key variable or None}``; a URL ending in ``*`` is a prefix.
+      The server sends the key of that variable only to these URLs.
+    - ``loopback``: a request may name an ``http(s)`` URL on this host (``localhost``,
+      127.0.0.0/8, ``::1``: a trainer's own inference server) with a key variable that
+      holds no secret here (unset: the key sent is ``EMPTY``).
+    - ``headers``: header names a request may set to values of its own.
+    - ``headers_from_env``: header -> variable mappings a request may ask for.
+
+    Also read from ``VF_SERVE_ALLOW`` (``URL=VAR,URL=VAR``; ``URL`` alone for no key),
+    ``VF_SERVE_ALLOW_HEADERS`` (names, comma-separated) by :meth:`from_env`.
+    """
+
+    endpoints: Mapping[str, str | None] = field(default_factory=dict)
+    loopback: bool = True
+    headers: frozenset[str] = frozenset({"x-data-parallel-rank"})
+    headers_from_env: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, base: ServeAllow | Mapping[str, Any] | None = None) -> ServeAllow:
+        if isinstance(base, Mapping):
+            base = cls(**base)
+        base = base or cls()
+        endpoints = dict(base.endpoints)
+        for item in os.environ.get("VF_SERVE_ALLOW", "").split(","):
+            url, _, var = item.strip().partition("=")
+            if url:
+                endpoints[url] = var or None
+        headers = set(base.headers) | {
+            h.strip().lower() for h in os.environ.get("VF_SERVE_ALLOW_HEADERS", "").split(",") if h.strip()
+        }
+        return cls(
+            endpoints=endpoints,
+            loopback=base.loopback,
+            headers=frozenset(h.lower() for h in headers),
+            headers_from_env=dict(base.headers_from_env),
+        )
+
+    def _endpoint_vars(self, url: str) -> list[str | None] | None:
+        norm = _norm_url(url)
+        found: list[str | None] = []
+        for pattern, var in self.endpoints.items():
+            if pattern.endswith("*"):
+                if norm.startswith(_norm_url(pattern[:-1]) if "://" in pattern else pattern[:-1]):
+                    found.append(var)
+            elif norm == _norm_url(pattern):
+                found.append(var)
+        return found or None
+
+    def check_endpoint(
+        self,
+        *,
+        url: str,
+        key_var: str,
+        headers: Mapping[str, Any],
+        headers_from_env: Mapping[str, Any],
+        where: str,
+    ) -> str | None:
+        """Why a request may not use this endpoint (None when it may)."""
+        fix = (
+            "the env server decides which endpoints and secrets its model calls use; start it "
+            "with allow=ServeAllow(...) or VF_SERVE_ALLOW='URL=KEY_VAR' to allow this"
+        )
+        allowed_vars = self._endpoint_vars(url)
+        if allowed_vars is None and not (self.loopback and _is_loopback(url)):
+            return f"{where}: the base URL {url!r} is not one this server allows; {fix}"
+        if _holds_secret(key_var) and key_var not in (allowed_vars or []):
+            return (
+                f"{where}: api_key_var {key_var!r} names a secret of the server that it does "
+                f"not send to {url!r}; {fix}"
+            )
+        for name in headers:
+            if str(name).lower() not in self.headers:
+                return f"{where}: the header {name!r} is not one this server lets a request set; {fix}"
+        for name, var in headers_from_env.items():
+            if self.headers_from_env.get(name) != var:
+                return (
+                    f"{where}: headers_from_env asks for {name!r} from the server's variable "
+                    f"{var!r}; a request cannot read the server's environment; {fix}"
+                )
+        return None
+
+    _CLASSIC_FIELDS = frozenset(
+        "client_idx client_type api_key_var api_base_url timeout connect_timeout max_connections "
+        "max_keepalive_connections max_retries extra_headers extra_headers_from_state "
+        "renderer_config renderer_model_name renderer_pool_size endpoint_configs".split()
+    )
+
+    def check_classic(self, config: Any) -> str | None:
+        """Why a classic request's ``client_config`` map is refused (None: allowed)."""
+        if not isinstance(config, Mapping):
+            return "client_config must be a map"
+        endpoints = config.get("endpoint_configs") or []
+        if not isinstance(endpoints, list):
+            return "client_config.endpoint_configs must be a list"
+        for where, cfg in [("client_config", config)] + [
+            (f"client_config.endpoint_configs[{i}]", e) for i, e in enumerate(endpoints)
+        ]:
+            if not isinstance(cfg, Mapping):
+                return f"{where} must be a map"
+            unknown = sorted(str(k) for k in cfg if k not in self._CLASSIC_FIELDS)
+            if unknown:
+                return f"{where}: unknown field(s) {unknown}; a request may not add fields"
+            if where != "client_config" and not any(
+                k in cfg for k in ("api_base_url", "api_key_var", "extra_headers")
+            ):
+                continue
+            error = self.check_endpoint(
+                url=str(cfg.get("api_base_url", config.get("api_base_url", "https://api.openai.com/v1"))),
+                key_var=str(cfg.get("api_key_var", config.get("api_key_var", "OPENAI_API_KEY"))),
+                headers=cfg.get("extra_headers") or {},
+                headers_from_env={},
+                where=where,
+            )
+            if error:
+                return error
+        return None
+
+    def check_v1(self, config: Any) -> str | None:
+        """Why a v1 run request's ``client`` map is refused (None: allowed)."""
+        if not isinstance(config, Mapping):
+            return "client must be a map"
+        return self.check_endpoint(
+            url=str(config.get("base_url", "https://api.openai.com/v1")),
+            key_var=str(config.get("api_key_var", "OPENAI_API_KEY")),
+            headers=config.get("headers") or {},
+            headers_from_env=config.get("headers_from_env") or {},
+            where="client",
+        )
+
+
+# ---------------------------------------------------------------------------------- limits
+
+
+class PayloadError(ValueError):
+    """A request over the server's limits, or not a msgpack value."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what a server accepts: ``max_message_bytes`` per frame (the socket's
+    ``MAXMSGSIZE``: a bigger message drops the connection), and per decoded request at most
+    ``max_items`` container elements, ``max_depth`` nesting levels."""
+
+    max_message_bytes: int = 64 * 1024 * 1024
+    max_items: int = 1_000_000
+    max_depth: int = 64
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        raw = os.environ.get("VF_SERVE_MAX_MESSAGE_BYTES")
+        return cls(max_message_bytes=int(raw)) if raw else cls()
+
+
+def bounded_unpack(data: bytes | memoryview, limits: Limits) -> Any:
+    """Decode a request, refusing (:class:`PayloadError`) one over ``limits`` before it can
+    take more than about ``max_items`` small objects of memory."""
+    if len(data) > limits.max_message_bytes:
+        raise PayloadError(f"the request is {len(data)} bytes; the limit is {limits.max_message_bytes}")
+    budget = [limits.max_items]
+
+    def count(obj: Any) -> Any:
+        budget[0] -= len(obj) + 1
+        if budget[0] < 0:
+            raise PayloadError(f"the request has more than {limits.max_items} elements")
+        return obj
+
+    cap = min(limits.max_items, len(data))
+    try:
+        value = msgpack.unpackb(
+            data,
+            raw=False,
+            strict_map_key=False,
+            list_hook=count,
+            object_hook=count,
+            max_array_len=cap,
+            max_map_len=cap,
+            max_str_len=len(data),
+            max_bin_len=len(data),
+            max_ext_len=0,
+        )
+    except PayloadError:
+        raise
+    except msgpack.StackError:
+        raise PayloadError(f"the request nests deeper than {limits.max_depth} levels") from None
+    except Exception as e:
+        raise PayloadError(f"the request is not a msgpack value: {type(e).__name__}: {e}") from None
+    _check_depth(value, limits.max_depth)
+    return value
+
+
+def _check_depth(value: Any, max_depth: int) -> None:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if depth > max_depth:
+            raise PayloadError(f"the request nests deeper than {max_depth} levels")
+        if isinstance(obj, dict):
+            stack.extend((v, depth + 1) for v in obj.values() if isinstance(v, (dict, list)))
+        elif isinstance(obj, list):
+            stack.extend((v, depth + 1) for v in obj if isinstance(v, (dict, list)))
+
+
+# ---------------------------------------------------------------------------------- caches
+
+C = TypeVar("C")
+
+
+class ClientLRU(Generic[C]):
+    """At most ``size`` model clients, least recently used evicted; an evicted client is
+    closed once no request holds it (:meth:`acquire` / :meth:`release`)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._items: OrderedDict[bytes, C] = OrderedDict()
+        self._holders: dict[int, int] = {}
+        self._evicted: dict[int, C] = {}
+        self.closing: set[Any] = set()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def acquire(self, key: bytes, build: Callable[[], C]) -> C:
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = build()
+            while len(self._items) > self.size:
+                _, old = self._items.popitem(last=False)
+                self._evicted[id(old)] = old
+                if not self._holders.get(id(old)):
+                    self._close(old)
+        else:
+            self._items.move_to_end(key)
+        self._holders[id(item)] = self._holders.get(id(item), 0) + 1
+        return item
+
+    def release(self, item: C) -> None:
+        left = self._holders.get(id(item), 1) - 1
+        if left > 0:
+            self._holders[id(item)] = left
+            return
+        self._holders.pop(id(item), None)
+        if id(item) in self._evicted:
+            self._close(item)
+
+    def _close(self, item: C) -> None:
+        import asyncio
+
+        self._evicted.pop(id(item), None)
+        close = getattr(item, "close", None)
+        if close is None:
+            return
+        with contextlib.suppress(RuntimeError):
+            task = asyncio.get_running_loop().create_task(close())
+            self.closing.add(task)
+            task.add_done_callback(self.closing.discard)
+
+    async def close(self) -> None:
+        items = list(self._items.values()) + list(self._evicted.values())
+        self._items.clear()
+        self._evicted.clear()
+        for item in items:
+            with contextlib.suppress(Exception):
+                await item.close()  # type: ignore[attr-defined]
