@@ -366,9 +366,13 @@ class Peers:
         self.requests: dict[bytes, set[bytes]] = {}
         self.pending_disconnects: list[int] = []
 
-    def seen(self, cid: bytes, fd: int) -> None:
+    def seen(self, cid: bytes, fd: int, monitor: Any = None, on_disconnect: Any = None) -> None:
         if self.fd_of.get(cid) == fd:
             return
+        if fd in self.on_fd and monitor is not None:
+            # a new connection reusing a closed one's descriptor: the close was reported
+            # on the monitor before this connection existed; handle it first
+            drain_monitor(monitor, on_disconnect)
         self.fd_of[cid] = fd
         self.on_fd.setdefault(fd, set()).add(cid)
 
@@ -388,6 +392,20 @@ class Peers:
             self.fd_of.pop(cid, None)
             out.append((cid, self.requests.pop(cid, set())))
         return out
+
+
+def drain_monitor(monitor: Any, on_disconnect: Callable[[int], None]) -> None:
+    """Handle the monitor events already queued (without waiting)."""
+    from zmq.utils.monitor import parse_monitor_message
+
+    sync = zmq.Socket.shadow(monitor.underlying)
+    while True:
+        try:
+            msg = parse_monitor_message(sync.recv_multipart(zmq.NOBLOCK))
+        except zmq.Again:
+            return
+        if msg["event"] == zmq.EVENT_DISCONNECTED:
+            on_disconnect(int(msg["value"]))
 
 
 async def watch_disconnects(monitor: Any, on_disconnect: Callable[[int], None]) -> None:

@@ -176,7 +176,7 @@ class EnvServer:
                     receiving.cancel()
                     break
                 frames = receiving.result()
-                self.peers.seen(frames[0].bytes, frames[0].get(zmq.SRCFD))
+                self.peers.seen(frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect)
                 self._dispatch([f.bytes for f in frames])
         finally:
             stopped.cancel()
