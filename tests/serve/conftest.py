@@ -34,7 +34,9 @@ PACKAGES_031 = ["verifiers==0.3.1", "pyzmq", "msgpack"]
 
 
 @pytest.fixture(autouse=True)
-def private_serve_keys(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def private_serve_keys(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """A fresh config directory (the per-user env-server keys are created there on first
     use, by the test process or a spawned server: both ends read the same file)."""
     home = tmp_path_factory.mktemp("xdg")

@@ -51,7 +51,9 @@ def count_words(request: dict[str, Any]) -> str:
 
 
 @pytest.fixture(autouse=True)
-def private_serve_keys(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def private_serve_keys(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fresh config directory: the per-user env-server keys are created there on first
     use, and the spawned server and this process's client both read them (prime-rl's
     unchanged calls, no configuration)."""

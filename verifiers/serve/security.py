@@ -192,7 +192,9 @@ class ServeAuth:
         """The configuration of this end (the order is the module docstring's)."""
         if insecure:
             return cls(mode="insecure", source="insecure=True")
-        chosen = mode or os.environ.get("VF_SERVE_AUTH") or ("curve" if zmq.has("curve") else "hmac")
+        chosen = (
+            mode or os.environ.get("VF_SERVE_AUTH") or ("curve" if zmq.has("curve") else "hmac")
+        )
         if chosen not in ("curve", "hmac"):
             raise ValueError(f"VF_SERVE_AUTH must be 'curve' or 'hmac', got {chosen!r}")
         if chosen == "curve" and not zmq.has("curve"):
@@ -206,7 +208,11 @@ class ServeAuth:
             public = zmq.curve_public(secret)
             shared = bytes.fromhex(os.environ.get("VF_SERVE_SHARED_SECRET", ""))
             server_public = os.environ.get("VF_SERVE_SERVER_KEY", "").encode() or public
-            allowed = {k.strip().encode() for k in os.environ.get("VF_SERVE_CLIENT_KEYS", "").split(",") if k.strip()}
+            allowed = {
+                k.strip().encode()
+                for k in os.environ.get("VF_SERVE_CLIENT_KEYS", "").split(",")
+                if k.strip()
+            }
             return cls(
                 mode=chosen,  # type: ignore[arg-type]
                 public=public,
@@ -242,9 +248,7 @@ class ServeAuth:
             extra = directory / "authorized_clients"
             if extra.is_dir():
                 paths += sorted(extra.glob("*" + PUBLIC_SUFFIX))
-            authorized = {
-                _read_cert(p, secret=False)["public-key"] for p in paths if p.exists()
-            }
+            authorized = {_read_cert(p, secret=False)["public-key"] for p in paths if p.exists()}
         return cls(
             mode=mode,  # type: ignore[arg-type]
             public=own["public-key"],
@@ -487,7 +491,9 @@ class ServeAllow:
             if url:
                 endpoints[url] = var or None
         headers = set(base.headers) | {
-            h.strip().lower() for h in os.environ.get("VF_SERVE_ALLOW_HEADERS", "").split(",") if h.strip()
+            h.strip().lower()
+            for h in os.environ.get("VF_SERVE_ALLOW_HEADERS", "").split(",")
+            if h.strip()
         }
         return cls(
             endpoints=endpoints,
@@ -531,7 +537,9 @@ class ServeAllow:
             )
         for name in headers:
             if str(name).lower() not in self.headers:
-                return f"{where}: the header {name!r} is not one this server lets a request set; {fix}"
+                return (
+                    f"{where}: the header {name!r} is not one this server lets a request set; {fix}"
+                )
         for name, var in headers_from_env.items():
             if self.headers_from_env.get(name) != var:
                 return (
@@ -566,7 +574,9 @@ class ServeAllow:
             ):
                 continue
             error = self.check_endpoint(
-                url=str(cfg.get("api_base_url", config.get("api_base_url", "https://api.openai.com/v1"))),
+                url=str(
+                    cfg.get("api_base_url", config.get("api_base_url", "https://api.openai.com/v1"))
+                ),
                 key_var=str(cfg.get("api_key_var", config.get("api_key_var", "OPENAI_API_KEY"))),
                 headers=cfg.get("extra_headers") or {},
                 headers_from_env={},
@@ -616,7 +626,9 @@ def bounded_unpack(data: bytes | memoryview, limits: Limits) -> Any:
     """Decode a request, refusing (:class:`PayloadError`) one over ``limits`` before it can
     take more than about ``max_items`` small objects of memory."""
     if len(data) > limits.max_message_bytes:
-        raise PayloadError(f"the request is {len(data)} bytes; the limit is {limits.max_message_bytes}")
+        raise PayloadError(
+            f"the request is {len(data)} bytes; the limit is {limits.max_message_bytes}"
+        )
     budget = [limits.max_items]
 
     def count(obj: Any) -> Any:

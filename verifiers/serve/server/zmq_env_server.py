@@ -102,7 +102,9 @@ class ZMQEnvServer(EnvServer):
             if internal
             else ServeAuth.resolve("server", keys_dir=keys_dir, insecure=insecure)
         )
-        self.allow = allow if isinstance(allow, ServeAllow) and internal else ServeAllow.from_env(allow)
+        self.allow = (
+            allow if isinstance(allow, ServeAllow) and internal else ServeAllow.from_env(allow)
+        )
         self.limits = limits or Limits.from_env()
         self._gate: Any = None
         self.env: Environment | None = None
@@ -286,7 +288,9 @@ class ZMQEnvServer(EnvServer):
             return
         try:
             if self.auth.signs:
-                sock.send_multipart((cid, self.auth.sign((rid, payload)), rid, payload), zmq.NOBLOCK)
+                sock.send_multipart(
+                    (cid, self.auth.sign((rid, payload)), rid, payload), zmq.NOBLOCK
+                )
             else:
                 sock.send_multipart((cid, rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
         except zmq.ZMQError as e:  # the client is gone

@@ -341,7 +341,9 @@ class EnvServerPool:
                     receiving.cancel()
                     break
                 frames = receiving.result()
-                self.peers.seen(frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect)
+                self.peers.seen(
+                    frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect
+                )
                 try:
                     await self._on_request([f.bytes for f in frames])
                 except Exception:  # one bad message never stops the broker

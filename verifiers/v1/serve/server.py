@@ -117,7 +117,9 @@ class EnvServer:
             if internal
             else ServeAuth.resolve("server", keys_dir=keys_dir, insecure=insecure)
         )
-        self.allow = allow if isinstance(allow, ServeAllow) and internal else ServeAllow.from_env(allow)
+        self.allow = (
+            allow if isinstance(allow, ServeAllow) and internal else ServeAllow.from_env(allow)
+        )
         self.limits = limits or Limits.from_env()
         self.peers = Peers()
         self.stats = {"requests": 0, "refused": 0, "bad_frames": 0, "disconnects": 0}
@@ -176,7 +178,9 @@ class EnvServer:
                     receiving.cancel()
                     break
                 frames = receiving.result()
-                self.peers.seen(frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect)
+                self.peers.seen(
+                    frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect
+                )
                 self._dispatch([f.bytes for f in frames])
         finally:
             stopped.cancel()
@@ -184,7 +188,7 @@ class EnvServer:
             await self.close()
 
     def _on_disconnect(self, fd: int) -> None:
-        for cid, rids in self.peers.disconnected(fd):
+        for _cid, rids in self.peers.disconnected(fd):
             if rids:
                 self.stats["disconnects"] += 1
                 logger.warning("a client left with %d runs in flight: cancelling them", len(rids))
