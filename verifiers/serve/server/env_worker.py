@@ -34,7 +34,9 @@ import zmq
 import zmq.asyncio
 from pydantic import BaseModel, Field
 
-from verifiers.serve.protocol import pack, unpack
+from verifiers.serve.protocol import pack
+from verifiers.serve.security import ClientLRU, Limits, ServeAllow, bounded_unpack
+from verifiers.serve.server.env_server import run_classic_request
 from verifiers.serve.types import (
     BaseResponse,
     RunGroupRequest,
@@ -102,6 +104,8 @@ class EnvWorker:
         stats_address: str,
         death_pipe: Connection | None = None,
         stats_interval: float = 10.0,
+        allow: ServeAllow | dict[str, Any] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         set_proc_title(f"EnvWorker{worker_id}")
         self.env_id = env_id
@@ -143,9 +147,9 @@ class EnvWorker:
         self.stats_socket.setsockopt(zmq.LINGER, 0)
         self.stats_socket.connect(stats_address)
 
-        from verifiers.utils.client_utils import ClientCache
-
-        self.clients = ClientCache()
+        self.allow = ServeAllow.from_env(allow)
+        self.limits = limits or Limits.from_env()
+        self.clients: ClientLRU[Client] = ClientLRU(32)
         self.active_tasks: dict[str, asyncio.Task[None]] = {}
         self.shutting_down = False
         self.lag_monitor = EventLoopLagMonitor()
@@ -173,8 +177,25 @@ class EnvWorker:
     # ------------------------------------------------------------------ requests
 
     async def resolve_client(self, client_config: Any) -> Client:
-        """The model client for a client config (one per resolved endpoint, reused)."""
-        return self.clients.get(client_config)
+        """The model client for a client config (one per endpoint, at most 32 kept; give it
+        back with ``self.clients.release``)."""
+        from verifiers.utils.client_utils import client_from_config, resolve_client_config
+
+        config = resolve_client_config(client_config)
+        refused = self.allow.check_classic(config.model_dump(mode="json", exclude_unset=True))
+        if refused is not None:
+            raise PermissionError(f"refused: {refused}")
+        return self.clients.acquire(
+            config.model_dump_json().encode(), lambda: client_from_config(config)
+        )
+
+    async def _run(self, kind: str, request: Any) -> dict[str, Any]:
+        env = self._environment()
+        client = await self.resolve_client(request.client_config)
+        try:
+            return await run_classic_request(env, client, kind, request.model_dump())
+        finally:
+            self.clients.release(client)
 
     def _environment(self) -> Environment:
         if self.env is None:
@@ -184,30 +205,10 @@ class EnvWorker:
         return self.env
 
     async def handle_run_rollout(self, request: RunRolloutRequest) -> RunRolloutResponse:
-        env = self._environment()
-        client = await self.resolve_client(request.client_config)
-        output = await env.run_rollout(
-            request.input,  # type: ignore[arg-type]
-            client,
-            request.model,
-            request.sampling_args,
-            max_retries=request.max_retries,
-            state_columns=request.state_columns,
-        )
-        return RunRolloutResponse(output=output)
+        return RunRolloutResponse(output=(await self._run("run_rollout", request))["output"])
 
     async def handle_run_group(self, request: RunGroupRequest) -> RunGroupResponse:
-        env = self._environment()
-        client = await self.resolve_client(request.client_config)
-        outputs = await env.run_group(
-            list(request.group_inputs),  # type: ignore[arg-type]
-            client,
-            request.model,
-            request.sampling_args,
-            request.max_retries,
-            request.state_columns,
-        )
-        return RunGroupResponse(outputs=outputs)
+        return RunGroupResponse(outputs=(await self._run("run_group", request))["outputs"])
 
     async def _send(self, client_id: bytes, request_id: bytes, data: bytes) -> None:
         try:
@@ -220,7 +221,7 @@ class EnvWorker:
         cancelled, except while shutting down)."""
         response: BaseResponse
         try:
-            raw = unpack(payload)
+            raw = bounded_unpack(payload, self.limits)
             kind = raw.get("request_type") if isinstance(raw, dict) else None
             if self.load_error is not None:
                 response = BaseResponse(success=False, error=self.load_error)
