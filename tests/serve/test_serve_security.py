@@ -200,7 +200,7 @@ async def test_classic_requests_cannot_send_the_servers_secrets_elsewhere(
         client = ZMQEnvClient(address=address)
         try:
             await client.wait_for_server_startup(timeout=120)
-            attacks = [
+            attacks: list[tuple[dict[str, Any], str]] = [
                 (dict(api_base_url=listener.url, api_key_var=server_secret), "api_key_var"),
                 (dict(api_base_url="http://10.255.255.1:9/v1", api_key_var="UNSET_X"), "base URL"),
                 (
@@ -219,12 +219,34 @@ async def test_classic_requests_cannot_send_the_servers_secrets_elsewhere(
                             {"api_base_url": "http://evil.example/v1", "api_key_var": server_secret}
                         ],
                     ),
-                    "endpoint_configs",
+                    "evil.example",  # the endpoint the client resolves it to
                 ),
             ]
             for fields, named in attacks:
                 with pytest.raises(EnvServerError, match=f"refused: .*{named}"):
                     await client.run_rollout(ROWS[0], vf.ClientConfig(**fields), "m", {})
+            # sent unresolved by a raw client, every endpoint of the list is checked
+            ctx = zmq.Context()
+            sock = authenticated_dealer(ctx, address)
+            config = {
+                "api_base_url": model_server.base_url,
+                "api_key_var": "UNSET_X",
+                "endpoint_configs": [{"api_base_url": listener.url, "api_key_var": server_secret}],
+            }
+            request = {
+                "request_type": "run_rollout",
+                "input": ROWS[0],
+                "model": "m",
+                "client_config": config,
+                "sampling_args": {},
+                "max_retries": 0,
+            }
+            sock.send_multipart([b"r", pack(request)])
+            assert sock.poll(30_000)
+            error = unpack(sock.recv_multipart()[1])["error"]
+            assert "endpoint_configs[0]: api_key_var" in error
+            sock.close(linger=0)
+            ctx.term()
             assert listener.received == b""  # the thief's endpoint heard nothing
             # the endpoint the server is configured with gets its key
             ok = await client.run_rollout(
@@ -234,7 +256,8 @@ async def test_classic_requests_cannot_send_the_servers_secrets_elsewhere(
                 {},
             )
             assert ok["reward"] == 1.0
-            assert model_server.last_headers["authorization"] == f"Bearer {SECRET}"
+            headers = {k.lower(): v for k, v in model_server.last_headers.items()}
+            assert headers["authorization"] == f"Bearer {SECRET}"
         finally:
             await client.close()
 
@@ -253,7 +276,7 @@ async def test_v1_requests_cannot_read_the_servers_environment(
     task = {"prompt": "How many words: a", "answer": 1}
     try:
         await client.wait_for_server_startup(timeout=30)
-        attacks = [
+        attacks: list[tuple[dict[str, Any], str]] = [
             (
                 {
                     "type": "eval",
@@ -307,7 +330,8 @@ async def test_a_v1_server_survives_non_utf8_ids_and_garbage_frames(
             sock.send_multipart(frames)
         answers = []
         for _ in range(4):  # the 3-frame messages are answered under their (binary) id
-            assert sock.poll(10_000), "no answer"
+            # the server shares this event loop: wait off it
+            assert await asyncio.to_thread(sock.poll, 10_000), "no answer"
             rid, kind, data = sock.recv_multipart()
             answers.append((rid, kind, unpack(data)))
         assert all(rid == b"\xff\xfe" and kind == b"reply" for rid, kind, _ in answers)
@@ -347,6 +371,7 @@ async def test_a_16_mib_hostile_payload_stays_under_the_memory_bound(
     with spawned_server("serve_probe") as (address, process):
         client = ZMQEnvClient(address=address)
         await client.wait_for_server_startup(timeout=120)
+        assert process.pid is not None
         before = peak_rss(process.pid)
         ctx = zmq.Context()
         sock = authenticated_dealer(ctx, address)
@@ -395,6 +420,7 @@ async def test_a_v1_server_stays_under_the_memory_bound() -> None:
         address = queue.get(timeout=120)
         client = EnvClient(address)
         await client.wait_for_server_startup(timeout=120)
+        assert process.pid is not None
         before = peak_rss(process.pid)
         sock = authenticated_dealer(ctx, address)
         sock.send_multipart([b"big", b"run", hostile_payload()])
@@ -492,7 +518,8 @@ async def test_a_v1_run_is_cancelled_when_its_client_disconnects(
             (episode,) = server._running.values()
             sock.close(linger=0)  # a trainer that crashed
             await asyncio.wait_for(asyncio.gather(episode, return_exceptions=True), 30)
-            assert episode.cancelled() and server._running == {}
+            # it ended while the model call it waits on is still held: it was cancelled
+            assert not release.is_set() and server._running == {}
             assert server.stats["disconnects"] == 1
         finally:
             release.set()

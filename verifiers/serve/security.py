@@ -402,7 +402,7 @@ def drain_monitor(monitor: Any, on_disconnect: Callable[[int], None]) -> None:
     """Handle the monitor events already queued (without waiting)."""
     from zmq.utils.monitor import parse_monitor_message
 
-    sync = zmq.Socket.shadow(monitor.underlying)
+    sync: zmq.Socket[bytes] = zmq.Socket.shadow(monitor.underlying)
     while True:
         try:
             msg = parse_monitor_message(sync.recv_multipart(zmq.NOBLOCK))
@@ -655,6 +655,10 @@ def bounded_unpack(data: bytes | memoryview, limits: Limits) -> Any:
         raise
     except msgpack.StackError:
         raise PayloadError(f"the request nests deeper than {limits.max_depth} levels") from None
+    except ValueError as e:
+        if "exceeds max_" not in str(e):
+            raise PayloadError(f"the request is not a msgpack value: {e}") from None
+        raise PayloadError(f"the request has more than {limits.max_items} elements ({e})") from None
     except Exception as e:
         raise PayloadError(f"the request is not a msgpack value: {type(e).__name__}: {e}") from None
     _check_depth(value, limits.max_depth)

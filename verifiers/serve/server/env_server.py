@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EnvServer", "run_classic_request"]
+__all__ = ["EnvServer", "load_classic_env", "run_classic_request"]
 
 logger = logging.getLogger("verifiers.serve.server")
 
@@ -162,6 +162,28 @@ class EnvServer(ABC):
             kwargs.setdefault("watch_parent", True)
         server = cls(*args, **kwargs)
         asyncio.run(server.run())
+
+
+def load_classic_env(
+    env_id: str, env_args: dict[str, Any], extra_env_kwargs: dict[str, Any], who: str
+) -> tuple[Any, str | None]:
+    """``vf.load_environment(env_id, **env_args)`` then ``set_kwargs(**extra_env_kwargs)``:
+    ``(env, None)``, or ``(None, reason)`` when it fails (every request is answered with
+    it). ``who`` names the loader in the reason."""
+    try:
+        import verifiers as vf
+
+        env = vf.load_environment(env_id, **env_args)
+        if extra_env_kwargs:
+            env.set_kwargs(**extra_env_kwargs)
+        return env, None
+    except Exception as e:
+        error = (
+            f"{who} could not load environment {env_id!r} (args {env_args}): "
+            f"{type(e).__name__}: {e}"
+        )
+        logger.error("%s", error, exc_info=True)
+        return None, error
 
 
 async def run_classic_request(env: Any, client: Any, kind: str, request: Any) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from verifiers.serve.protocol import pack
 from verifiers.serve.security import ClientLRU, Limits, ServeAllow, bounded_unpack
-from verifiers.serve.server.env_server import run_classic_request
+from verifiers.serve.server.env_server import load_classic_env, run_classic_request
 from verifiers.serve.types import (
     BaseResponse,
     RunGroupRequest,
@@ -117,21 +117,11 @@ class EnvWorker:
         self._setup_logging(log_level, log_dir, console_logging, json_logging)
         self.logger = logging.getLogger(f"{__name__}.{type(self).__name__}")
 
-        self.env: Environment | None = None
-        self.load_error: str | None = None
-        try:
-            import verifiers as vf
-
-            env = vf.load_environment(env_id, **(env_args or {}))
-            if extra_env_kwargs:
-                env.set_kwargs(**extra_env_kwargs)
-            self.env = env
-        except Exception as e:  # every request is answered with it
-            self.load_error = (
-                f"env worker {worker_name} could not load environment {env_id!r} "
-                f"(args {env_args or {}}): {type(e).__name__}: {e}"
-            )
-            self.logger.error("%s", self.load_error, exc_info=True)
+        self.env: Environment | None
+        self.load_error: str | None
+        self.env, self.load_error = load_classic_env(
+            env_id, dict(env_args or {}), dict(extra_env_kwargs or {}), f"env worker {worker_name}"
+        )
 
         self.ctx = zmq.asyncio.Context()
         self.pull_socket = self.ctx.socket(zmq.PULL)

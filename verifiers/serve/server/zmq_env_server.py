@@ -53,7 +53,7 @@ import zmq
 
 from verifiers.serve.protocol import CANCEL, HEALTH_PING, pack, unpack
 from verifiers.serve.security import ClientLRU, Limits, ServeAllow, ServeAuth, bounded_unpack
-from verifiers.serve.server.env_server import EnvServer, run_classic_request
+from verifiers.serve.server.env_server import EnvServer, load_classic_env, run_classic_request
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -153,20 +153,11 @@ class ZMQEnvServer(EnvServer):
         await (stop_event or asyncio.Event()).wait()
 
     async def _load_env(self) -> None:
-        try:
-            import verifiers as vf
-
-            env = vf.load_environment(self.env_id, **self.env_args)
-            if self.extra_env_kwargs:
-                env.set_kwargs(**self.extra_env_kwargs)
-            self.env = env
+        self.env, self.load_error = load_classic_env(
+            self.env_id, self.env_args, self.extra_env_kwargs, "the env server"
+        )
+        if self.env is not None:
             logger.info("loaded environment %s", self.env_id)
-        except Exception as e:  # answered to every request; the trainer shows it
-            self.load_error = (
-                f"the env server could not load environment {self.env_id!r} "
-                f"(args {self.env_args}): {type(e).__name__}: {e}"
-            )
-            logger.error("%s", self.load_error, exc_info=True)
 
     async def close(self) -> None:
         """Cancel what is in flight (cleanup handlers run), tear the environment down, close
