@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -36,7 +35,12 @@ from pydantic import BaseModel, Field
 
 from verifiers.serve.protocol import pack
 from verifiers.serve.security import ClientLRU, Limits, ServeAllow, bounded_unpack
-from verifiers.serve.server.env_server import load_classic_env, run_classic_request
+from verifiers.serve.server.env_server import (
+    load_classic_env,
+    run_classic_request,
+    serve_until_stopped,
+    setup_serve_logging,
+)
 from verifiers.serve.types import (
     BaseResponse,
     RunGroupRequest,
@@ -148,21 +152,12 @@ class EnvWorker:
     def _setup_logging(
         self, level: str | None, log_dir: str | None, console: bool, json_lines: bool
     ) -> None:
-        from verifiers.utils.logging_utils import setup_logging
-
         log_file = None
         if log_dir is not None:
             path = self.get_log_file(log_dir, self.worker_id)
             path.parent.mkdir(parents=True, exist_ok=True)
             log_file = str(path)
-        if level is not None or log_file is not None or not console:
-            setup_logging(
-                level=level or "INFO",
-                log_file=log_file,
-                console_logging=console,
-                file_logging=log_file is not None,
-                json_logging=json_lines,
-            )
+        setup_serve_logging(level, log_file, console, json_lines)
 
     # ------------------------------------------------------------------ requests
 
@@ -326,22 +321,7 @@ class EnvWorker:
         """Serve until SIGTERM/SIGINT (or the parent's death), then close."""
         if self.death_pipe is not None:
             monitor_death_pipe(self.death_pipe)
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        handled: list[signal.Signals] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-                handled.append(sig)
-            except (RuntimeError, ValueError):  # not the main thread
-                pass
-        try:
-            await self.serve(stop)
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, signal.SIG_IGN)  # no second signal interrupts the close
-            await self.close()
+        await serve_until_stopped(self.serve, self.close)
 
     @staticmethod
     def get_log_file(log_dir: str, worker_id: int) -> Path:
