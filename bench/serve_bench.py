@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "bench" / "serve"
@@ -45,7 +46,7 @@ def run_driver(
     in_flight: int,
     ours: bool,
     insecure: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     paths = [str(HERE)] + ([str(ROOT)] if ours else [])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env["VF_BENCH_INSECURE"] = "1" if insecure else "0"
@@ -59,7 +60,8 @@ def run_driver(
     )
     if proc.returncode != 0:
         raise SystemExit(f"{mode} with {python} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
