@@ -16,6 +16,7 @@ from cli import (
     eval_cmd,
     hub_cmd,
     sandbox_cmd,
+    serve_cmd,
     train_cmd,
     validate_cmd,
     view_cmd,
@@ -43,6 +44,7 @@ app.add_typer(sandbox_cmd.app, name="sandbox", help="Run commands in isolated sa
 app.add_typer(auth_cmd.app)
 app.add_typer(cache_cmd.app, name="cache", help=cache_cmd.HELP)
 app.add_typer(train_cmd.app)
+app.add_typer(serve_cmd.app, name="serve", help=serve_cmd.HELP)
 
 
 @app.callback()

@@ -5,7 +5,8 @@ verifiers, or verifiers 0.3.1 in its own venv); prints one JSON line.
 
 MODE ``inprocess``: ``env.run_rollout(..., client=ClientConfig)`` in this process.
 MODE ``server``: the same calls with ``env_client=`` a ``ZMQEnvClient`` of a
-``ZMQEnvServer`` spawned as prime-rl spawns it. CPU is counted over this process and every
+``ZMQEnvServer`` spawned as prime-rl spawns it (authenticated with the per-user CURVE keys;
+``VF_BENCH_INSECURE=1``: both ends ``insecure=True``, for the auth-on/off comparison). CPU is counted over this process and every
 process it started (the server and its workers), from /proc.
 """
 
@@ -69,13 +70,16 @@ async def main(mode: str, base_url: str, n: int, in_flight: int) -> None:
         from verifiers.serve import ZMQEnvClient, ZMQEnvServer
 
         address = f"tcp://127.0.0.1:{free_port()}"
+        security = {}
+        if os.environ.get("VF_BENCH_INSECURE") == "1":
+            security = {"insecure": True}
         process = mp.get_context("spawn").Process(
             target=ZMQEnvServer.run_server,
             args=("serve_bench_env", {"num_examples": 1024}, {}, "WARNING", None),
-            kwargs=dict(address=address, console_logging=False, num_workers=1),
+            kwargs=dict(address=address, console_logging=False, num_workers=1, **security),
         )
         process.start()
-        env_client = ZMQEnvClient(address=address, name="bench")
+        env_client = ZMQEnvClient(address=address, name="bench", **security)
         await env_client.wait_for_server_startup(timeout=300)
     client = config
     if mode == "inprocess" and version("verifiers").startswith("0.3"):

@@ -33,6 +33,31 @@ VENV_031 = Path.home() / ".cache" / "verifiers-tests" / "venv-0.3.1"
 PACKAGES_031 = ["verifiers==0.3.1", "pyzmq", "msgpack"]
 
 
+@pytest.fixture(autouse=True)
+def private_serve_keys(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A fresh config directory (the per-user env-server keys are created there on first
+    use, by the test process or a spawned server: both ends read the same file)."""
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    for var in ("VF_SERVE_KEYS_DIR", "VF_SERVE_SECRET_KEY", "VF_SERVE_ALLOW", "VF_SERVE_AUTH"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+def authenticated_dealer(ctx: Any, address: str) -> Any:
+    """A raw DEALER socket holding this user's env-server key, connected to ``address``."""
+    import zmq
+
+    from verifiers.serve.security import ServeAuth
+
+    sock = ctx.socket(zmq.DEALER)
+    ServeAuth.resolve("client").secure_client(sock)
+    sock.connect(address)
+    return sock
+
+
 @pytest.fixture
 def env_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The fixture environments importable here and in spawned processes."""

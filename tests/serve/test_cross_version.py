@@ -84,9 +84,12 @@ def summary(groups: list[list[dict[str, Any]]]) -> list[list[tuple[Any, ...]]]:
     ]
 
 
-async def run_with_our_client(address: str, base_url: str) -> list[list[dict[str, Any]]]:
+async def run_with_our_client(
+    address: str, base_url: str, insecure: bool = False
+) -> list[list[dict[str, Any]]]:
     env = vf.load_environment("serve_probe")
-    client = ZMQEnvClient(address=address, name="probe")
+    # 0.3.1 speaks plain ZeroMQ: talking to (or serving) it needs insecure=True
+    client = ZMQEnvClient(address=address, name="probe", insecure=insecure)
     await client.wait_for_server_startup(timeout=300)
     config = prime_rl_client_config(base_url, 0)
     sampling = {"temperature": 1.0, "logprobs": True, "extra_body": {"return_token_ids": True}}
@@ -132,7 +135,7 @@ async def test_our_client_and_our_server(model_server: OpenAITestServer) -> None
 
 
 async def test_a_031_client_drives_our_server(model_server: OpenAITestServer, py031: str) -> None:
-    with spawned_server("serve_probe") as (address, _):
+    with spawned_server("serve_probe", insecure=True) as (address, _):
         proc = await asyncio.create_subprocess_exec(
             py031,
             "-c",
@@ -147,7 +150,7 @@ async def test_a_031_client_drives_our_server(model_server: OpenAITestServer, py
         out, err = await asyncio.wait_for(proc.communicate(), 300)
         assert proc.returncode == 0, err.decode()[-3000:]
         theirs = json.loads(out.decode().strip().splitlines()[-1])
-        ours = await run_with_our_client(address, model_server.base_url)
+        ours = await run_with_our_client(address, model_server.base_url, insecure=True)
     assert summary(theirs) == summary(ours)
     assert all(o["reward"] == 1.0 for g in theirs for o in g)
     for g in theirs:
@@ -158,7 +161,7 @@ async def test_a_031_client_drives_our_server(model_server: OpenAITestServer, py
 
 async def test_our_client_drives_a_031_server(model_server: OpenAITestServer, py031: str) -> None:
     with subprocess_server(py031, "serve_probe") as address:
-        theirs = await run_with_our_client(address, model_server.base_url)
+        theirs = await run_with_our_client(address, model_server.base_url, insecure=True)
     with spawned_server("serve_probe") as (address, _):
         ours = await run_with_our_client(address, model_server.base_url)
     assert summary(theirs) == summary(ours)

@@ -17,7 +17,7 @@ import zmq
 
 import verifiers as vf
 from tests.sandbox.conftest import marker, needs_bwrap, pids_with
-from tests.serve.conftest import spawned_server, wait_until
+from tests.serve.conftest import authenticated_dealer, spawned_server, wait_until
 from verifiers.serve import EnvServerError, ZMQEnvClient
 from verifiers.serve.protocol import pack, unpack
 from verifiers.testing.server import OpenAITestServer
@@ -82,8 +82,7 @@ async def test_a_client_that_disconnects_mid_group_has_its_rollouts_cancelled(
         await survivor.wait_for_server_startup(timeout=120)
         # a client that sends a group and goes away without a word (a crashed trainer)
         ctx = zmq.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.connect(address)
+        sock = authenticated_dealer(ctx, address)
         request = {
             "request_type": "run_group",
             "group_inputs": [ROWS[0]] * 4,
@@ -138,8 +137,7 @@ async def test_a_bad_request_gets_an_error_answer_not_a_hang(
         client = clients(address=address)
         await client.wait_for_server_startup(timeout=120)
         ctx = zmq.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.connect(address)
+        sock = authenticated_dealer(ctx, address)
         for payload in (pack({"request_type": "explode"}), b"\xc1not msgpack"):
             sock.send_multipart([b"r", payload])
             assert sock.poll(30_000), "no answer"

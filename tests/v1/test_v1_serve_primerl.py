@@ -50,6 +50,18 @@ def count_words(request: dict[str, Any]) -> str:
     return str(len(found.group(1).split())) if found else "?"
 
 
+@pytest.fixture(autouse=True)
+def private_serve_keys(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh config directory: the per-user env-server keys are created there on first
+    use, and the spawned server and this process's client both read them (prime-rl's
+    unchanged calls, no configuration)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+    for var in ("VF_SERVE_KEYS_DIR", "VF_SERVE_SECRET_KEY", "VF_SERVE_ALLOW", "VF_SERVE_AUTH"):
+        monkeypatch.delenv(var, raising=False)
+
+
 @pytest.fixture
 def fixtures_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fixture tasksets importable here and in spawned server processes."""

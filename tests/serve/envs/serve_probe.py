@@ -5,7 +5,9 @@ The model repeats three numbers, one per turn (``responders.solve`` answers it).
 ``fail`` raises while loading; ``delay`` makes each environment turn of the examples listed
 in ``slow_examples`` (all when ``None``) take that long; ``track_dir`` holds one file per live
 rollout, created in ``setup_state`` and removed by a cleanup handler (so a test sees what was
-left behind). ``state["server_pid"]`` names the process that ran the rollout.
+left behind). ``state["server_pid"]`` names the process that ran the rollout. ``poison``: a
+rollout whose first number is this one kills its process (leaving a file in ``poison_dir``
+each time it is run).
 """
 
 import asyncio
@@ -18,14 +20,21 @@ import verifiers as vf
 
 
 class ProbeEnv(vf.MultiTurnEnv):
-    def __init__(self, delay=0.0, slow_examples=None, track_dir=None, **kwargs):
+    def __init__(
+        self, delay=0.0, slow_examples=None, track_dir=None, poison=None, poison_dir=None, **kwargs
+    ):
         super().__init__(**kwargs)
+        self.poison = poison
+        self.poison_dir = poison_dir
         self.delay = delay
         self.slow_examples = slow_examples
         self.track_dir = track_dir
 
     async def setup_state(self, state, **kwargs):
         state["server_pid"] = os.getpid()
+        if self.poison is not None and state["info"]["numbers"][0] == self.poison:
+            open(os.path.join(self.poison_dir, uuid.uuid4().hex), "w").close()
+            os._exit(17)
         if self.track_dir:
             state["track_file"] = os.path.join(self.track_dir, uuid.uuid4().hex)
             open(state["track_file"], "w").close()
@@ -47,7 +56,14 @@ class ProbeEnv(vf.MultiTurnEnv):
 
 
 def load_environment(
-    num_examples=8, fail=False, delay=0.0, slow_examples=None, track_dir=None, **kwargs
+    num_examples=8,
+    fail=False,
+    delay=0.0,
+    slow_examples=None,
+    track_dir=None,
+    poison=None,
+    poison_dir=None,
+    **kwargs,
 ):
     if fail:
         raise RuntimeError("serve_probe was asked to fail while loading")
@@ -72,6 +88,8 @@ def load_environment(
         delay=delay,
         slow_examples=slow_examples,
         track_dir=track_dir,
+        poison=poison,
+        poison_dir=poison_dir,
         rubric=vf.Rubric(funcs=[all_repeated]),
         **kwargs,
     )

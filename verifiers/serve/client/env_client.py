@@ -29,7 +29,16 @@ if TYPE_CHECKING:
         RunRolloutResponse,
     )
 
-__all__ = ["EnvClient"]
+__all__ = ["EnvClient", "wire_input"]
+
+
+def wire_input(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A rollout input as sent: the default ``task`` name is left out (a missing task means
+    the same here, and classic 0.3.x servers take a ``task`` value for a task payload)."""
+    out = dict(row)
+    if out.get("task") == "default":
+        del out["task"]
+    return out
 
 
 class EnvClient(ABC):
@@ -75,21 +84,16 @@ class EnvClient(ABC):
         state_columns: list[str] | None = None,
     ) -> RolloutOutput:
         """Run one rollout in the server; its output."""
-        from verifiers.serve.types import RunRolloutRequest
-        from verifiers.utils.client_utils import resolve_client_config
+        from verifiers.classic.types import RolloutOutput
 
-        request = RunRolloutRequest(
-            input=dict(input),  # type: ignore[arg-type]
-            client_config=resolve_client_config(client_config),
-            model=model,
-            sampling_args=dict(sampling_args or {}),
-            max_retries=max_retries,
-            state_columns=state_columns,
+        request = self._request_map(
+            "run_rollout", client_config, model, sampling_args, max_retries, state_columns
         )
-        response = await self.handle_run_rollout_request(request, timeout=None)
-        if response.output is None:
+        request["input"] = wire_input(input)
+        response = await self.send_request_map(request)
+        if response.get("output") is None:
             raise EnvServerError(f"env server {self.name} answered a rollout without its output")
-        return response.output
+        return RolloutOutput(response["output"])
 
     async def run_group(
         self,
@@ -101,21 +105,57 @@ class EnvClient(ABC):
         state_columns: list[str] | None = None,
     ) -> list[RolloutOutput]:
         """Run a group of rollouts (one per input) in the server, scored together."""
-        from verifiers.serve.types import RunGroupRequest
+        from verifiers.classic.types import RolloutOutput
+
+        request = self._request_map(
+            "run_group", client_config, model, sampling_args, max_retries, state_columns
+        )
+        request["group_inputs"] = [wire_input(i) for i in group_inputs]
+        response = await self.send_request_map(request)
+        if response.get("outputs") is None:
+            raise EnvServerError(f"env server {self.name} answered a group without its outputs")
+        return [RolloutOutput(o) for o in response["outputs"]]
+
+    def _request_map(
+        self,
+        kind: str,
+        client_config: Any,
+        model: str,
+        sampling_args: Mapping[str, Any] | None,
+        max_retries: int,
+        state_columns: list[str] | None,
+    ) -> dict[str, Any]:
+        return {
+            "request_type": kind,
+            "client_config": self.wire_client_config(client_config),
+            "model": model,
+            "sampling_args": dict(sampling_args or {}),
+            "max_retries": int(max_retries),
+            "state_columns": list(state_columns) if state_columns is not None else None,
+        }
+
+    def wire_client_config(self, config: Any) -> dict[str, Any]:
+        """A ClientConfig as the map the wire carries (resolved)."""
         from verifiers.utils.client_utils import resolve_client_config
 
-        request = RunGroupRequest(
-            group_inputs=[dict(i) for i in group_inputs],  # type: ignore[misc]
-            client_config=resolve_client_config(client_config),
-            model=model,
-            sampling_args=dict(sampling_args or {}),
-            max_retries=max_retries,
-            state_columns=state_columns,
+        data: dict[str, Any] = resolve_client_config(config).model_dump(mode="json")
+        return data
+
+    async def send_request_map(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run a request map (:mod:`verifiers.serve.protocol`); the response map. This base
+        goes through the request models and ``handle_*_request``; a transport may send the
+        map as it is."""
+        from verifiers.serve.types import RunGroupRequest, RunRolloutRequest
+
+        if request["request_type"] == "run_rollout":
+            one = await self.handle_run_rollout_request(
+                RunRolloutRequest.model_validate(request), timeout=None
+            )
+            return {"output": one.output}
+        group = await self.handle_run_group_request(
+            RunGroupRequest.model_validate(request), timeout=None
         )
-        response = await self.handle_run_group_request(request, timeout=None)
-        if response.outputs is None:
-            raise EnvServerError(f"env server {self.name} answered a group without its outputs")
-        return response.outputs
+        return {"outputs": group.outputs}
 
     @abstractmethod
     async def wait_for_server_startup(self, timeout: float | None = None) -> None:  # noqa: ASYNC109

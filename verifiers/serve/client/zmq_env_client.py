@@ -24,13 +24,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import zmq
 
-from verifiers.classic.types import RolloutOutput
-from verifiers.serve.client.env_client import EnvClient
+from verifiers.serve.client.env_client import EnvClient, wire_input
 from verifiers.serve.protocol import (
     CANCEL,
     HEALTH_PING,
@@ -40,6 +39,7 @@ from verifiers.serve.protocol import (
     pack,
     unpack,
 )
+from verifiers.serve.security import ServeAuth
 
 if TYPE_CHECKING:
     from verifiers.serve.types import (
@@ -100,6 +100,12 @@ class _Conn:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 break
+            auth = self.client.auth
+            if auth.signs:
+                if len(frames) != 3 or not auth.verify(frames[0], frames[1:]):
+                    logger.warning("dropping a reply without a valid signature")
+                    continue
+                frames = frames[1:]
             if len(frames) < 2:
                 continue
             rid, payload = frames[0], frames[1]
@@ -111,9 +117,16 @@ class _Conn:
                 fut.set_result(payload)
 
     def send(self, rid: bytes, payload: bytes) -> None:
-        self.sock.send_multipart((rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
+        self.raw_send(rid, payload)
         if _events(self.sock) & zmq.POLLIN:
             self.schedule_drain()
+
+    def raw_send(self, rid: bytes, payload: bytes) -> None:
+        auth = self.client.auth
+        if auth.signs:
+            self.sock.send_multipart((auth.sign((rid, payload)), rid, payload), zmq.NOBLOCK)
+        else:
+            self.sock.send_multipart((rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
 
     def on_pong(self, payload: bytes) -> None:
         try:
@@ -137,15 +150,6 @@ class _Conn:
                 fut.set_exception(error)
 
 
-def _wire_input(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A rollout input as sent: the default ``task`` name is left out (a missing task means
-    the same here, and classic 0.3.x servers take a ``task`` value for a task payload)."""
-    out = dict(row)
-    if out.get("task") == "default":
-        del out["task"]
-    return out
-
-
 class ZMQEnvClient(EnvClient):
     """Client of one or several env servers (see the module docstring).
 
@@ -157,6 +161,10 @@ class ZMQEnvClient(EnvClient):
         recovery_timeout: kept for the classic signature.
         request_timeout: seconds a request may take (default ``DEFAULT_REQUEST_TIMEOUT``:
             no limit).
+        keys_dir: a directory of keys (``vf serve keygen --dir``); default
+            ``VF_SERVE_KEYS_DIR``, else the per-user key pair the server also reads.
+        insecure: connect without authentication (to a server started ``insecure=True``,
+            e.g. verifiers 0.3.x's).
 
     Besides ``run_rollout``/``run_group``/``health`` it has the classic request methods of
     :class:`EnvClient` (``handle_run_rollout_request`` ..., ``send_request`` with the models
@@ -175,7 +183,11 @@ class ZMQEnvClient(EnvClient):
         startup_timeout: float = 600.0,
         recovery_timeout: float = 600.0,
         request_timeout: float | None = None,
+        *,
+        keys_dir: str | None = None,
+        insecure: bool = False,
     ) -> None:
+        self.auth = ServeAuth.resolve("client", keys_dir=keys_dir, insecure=insecure)
         addresses = [address] if isinstance(address, str) else list(address)
         if not addresses:
             from verifiers.errors import ConfigError
@@ -230,6 +242,7 @@ class ZMQEnvClient(EnvClient):
             sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, 10)
             sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, 2)
             sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, 3)
+            self.auth.secure_client(sock)
             sock.connect(address)
             conn = _Conn(self, address, sock)
             loop.add_reader(_fd(sock), conn.schedule_drain)
@@ -240,7 +253,10 @@ class ZMQEnvClient(EnvClient):
 
     def _ping(self, conn: _Conn) -> None:
         self._pings += 1
-        conn.send(_PING_PREFIX + b"%d" % self._pings, HEALTH_PING)
+        try:
+            conn.send(_PING_PREFIX + b"%d" % self._pings, HEALTH_PING)
+        except zmq.Again:  # no connection (yet): the ping goes unanswered
+            pass
 
     async def _health_loop(self) -> None:
         while True:
@@ -286,7 +302,9 @@ class ZMQEnvClient(EnvClient):
                 await asyncio.gather(*(one(c) for c in self._conns))
         except TimeoutError:
             raise TimeoutError(
-                f"env server {self.name} did not become healthy within {limit}s"
+                f"env server {self.name} did not become healthy within {limit}s (is it "
+                "running? env servers refuse clients whose key they do not authorise: see "
+                "`vf serve keygen --help`)"
             ) from None
 
     async def health(self, timeout: float | None = 1) -> bool:  # noqa: ASYNC109
@@ -314,67 +332,20 @@ class ZMQEnvClient(EnvClient):
 
     # ------------------------------------------------------------------ requests
 
-    async def run_rollout(
-        self,
-        input: Mapping[str, Any],
-        client_config: Any,
-        model: str,
-        sampling_args: Mapping[str, Any] | None = None,
-        max_retries: int = 0,
-        state_columns: list[str] | None = None,
-    ) -> RolloutOutput:
-        """Run one rollout in the server; its :class:`RolloutOutput`."""
-        payload = pack(
-            {
-                "request_type": "run_rollout",
-                "input": _wire_input(input),
-                "client_config": self._config(client_config),
-                "model": model,
-                "sampling_args": dict(sampling_args or {}),
-                "max_retries": int(max_retries),
-                "state_columns": list(state_columns) if state_columns is not None else None,
-            }
-        )
-        response = await self._request(payload, None)
-        return RolloutOutput(response["output"])
-
-    async def run_group(
-        self,
-        group_inputs: Sequence[Mapping[str, Any]],
-        client_config: Any,
-        model: str,
-        sampling_args: Mapping[str, Any] | None = None,
-        max_retries: int = 0,
-        state_columns: list[str] | None = None,
-    ) -> list[RolloutOutput]:
-        """Run a group (one input per rollout) in the server, scored together; the
-        rollouts' outputs."""
-        payload = pack(
-            {
-                "request_type": "run_group",
-                "group_inputs": [_wire_input(i) for i in group_inputs],
-                "client_config": self._config(client_config),
-                "model": model,
-                "sampling_args": dict(sampling_args or {}),
-                "max_retries": int(max_retries),
-                "state_columns": list(state_columns) if state_columns is not None else None,
-            }
-        )
-        response = await self._request(payload, None)
-        return [RolloutOutput(o) for o in response["outputs"]]
-
-    def _config(self, config: Any) -> dict[str, Any]:
+    def wire_client_config(self, config: Any) -> dict[str, Any]:
         """A ClientConfig as the map the wire carries (resolved; cached per object)."""
         cached = self._configs.get(id(config))
         if cached is not None and cached[0] is config:
             return cached[1]
-        from verifiers.utils.client_utils import resolve_client_config
-
-        data = resolve_client_config(config).model_dump(mode="json")
+        data = super().wire_client_config(config)
         if len(self._configs) > 4096:
             self._configs.clear()
         self._configs[id(config)] = (config, data)
         return data
+
+    async def send_request_map(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send a request map as it is (no request models on this path)."""
+        return await self._request(pack(request), None)
 
     def _pick(self) -> _Conn:
         conns = self._conns
@@ -391,7 +362,14 @@ class ZMQEnvClient(EnvClient):
         rid = self._prefix + b"%x" % self._counter
         fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         conn.pending[rid] = fut
-        conn.send(rid, payload)
+        try:
+            conn.send(rid, payload)
+        except zmq.Again:
+            conn.pending.pop(rid, None)
+            raise EnvServerError(
+                f"env server {self.describe(conn)} is not connected (down, or it refused "
+                "this client's key)"
+            ) from None
         limit = limit if limit is not None else self.request_timeout
         try:
             if limit is None:
@@ -422,9 +400,9 @@ class ZMQEnvClient(EnvClient):
         within ``timeout`` (default: ``request_timeout``) ``TimeoutError``."""
         data = request.model_dump(mode="python", warnings=False)
         if "input" in data:
-            data["input"] = _wire_input(data["input"])
+            data["input"] = wire_input(data["input"])
         if "group_inputs" in data:
-            data["group_inputs"] = [_wire_input(i) for i in data["group_inputs"]]
+            data["group_inputs"] = [wire_input(i) for i in data["group_inputs"]]
         response = await self._request(pack(data), timeout)
         return response_type.model_validate(response)
 
@@ -473,7 +451,7 @@ class ZMQEnvClient(EnvClient):
         for conn in self._conns:
             if not conn.sock.closed:
                 try:
-                    conn.sock.send_multipart((rid, CANCEL), zmq.NOBLOCK)
+                    conn.raw_send(rid, CANCEL)
                 except zmq.ZMQError:
                     pass
 
@@ -495,7 +473,7 @@ class ZMQEnvClient(EnvClient):
                         fut.set_exception(EnvServerError(f"env server {self.name}: {reason}"))
                 if not conn.sock.closed:
                     try:
-                        conn.sock.send_multipart((rid, CANCEL), zmq.NOBLOCK)
+                        conn.raw_send(rid, CANCEL)
                     except zmq.ZMQError:
                         pass
         return ids
@@ -519,7 +497,7 @@ class ZMQEnvClient(EnvClient):
             for rid, fut in list(conn.pending.items()):
                 fut.cancel()
                 try:
-                    conn.sock.send_multipart((rid, CANCEL), zmq.NOBLOCK)
+                    conn.raw_send(rid, CANCEL)
                 except zmq.ZMQError:
                     pass
             conn.pending.clear()

@@ -41,7 +41,7 @@ import zmq
 import zmq.asyncio
 from pydantic import BaseModel, Field
 
-from verifiers.serve.protocol import unpack
+from verifiers.serve.protocol import pack, unpack
 from verifiers.serve.server.env_worker import EnvWorkerStats, _lag_text
 from verifiers.utils.async_utils import EventLoopLagMonitor, EventLoopLagStats
 from verifiers.utils.process_utils import terminate_process, terminate_processes
@@ -67,6 +67,8 @@ class ActiveRequestInfo:
     request_id: bytes
     worker_id: int
     payload: bytes
+    runs: int = 1
+    """How many workers were given it (a request is re-sent after one death only)."""
 
 
 @dataclass
@@ -179,6 +181,7 @@ class EnvRouter:
         self._background: list[asyncio.Task[None]] = []
         self._restarting: set[int] = set()
         self._closing = False
+        self._on_response: OnResponseCallback | None = None
 
     @property
     def active_requests(self) -> dict[bytes, ActiveRequestInfo]:
@@ -288,6 +291,16 @@ class EnvRouter:
             # the replacement first, so the pool is never empty
             self.workers[worker_id] = self.start_worker(worker_id)
             for info in again:
+                if info.runs >= 2 and self._on_response is not None:
+                    error = (
+                        f"env worker {worker_id} died running this request, and again when "
+                        "it was retried; not retrying it again (see the worker log)"
+                    )
+                    await self._on_response(
+                        info.client_id, info.request_id, pack({"success": False, "error": error})
+                    )
+                    continue
+                info.runs += 1
                 await self._send_to_worker(info)
             if old is not None:
                 try:
@@ -397,6 +410,7 @@ class EnvRouter:
         until ``stop_event`` is set (or the task is cancelled)."""
         if not self.workers:
             self.start_workers()
+        self._on_response = on_response
         loops = [
             asyncio.create_task(self._responses(on_response)),
             asyncio.create_task(self._stats()),

@@ -14,11 +14,18 @@ import multiprocessing as mp
 import os
 import signal
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EnvServer"]
+__all__ = [
+    "EnvServer",
+    "load_classic_env",
+    "run_classic_request",
+    "serve_until_stopped",
+    "setup_serve_logging",
+]
 
 logger = logging.getLogger("verifiers.serve.server")
 
@@ -79,8 +86,6 @@ class EnvServer(ABC):
         self._setup_logging()
 
     def _setup_logging(self) -> None:
-        from verifiers.utils.logging_utils import setup_logging
-
         log_file = None
         if self.log_dir is not None and self.file_logging:
             path = (
@@ -90,18 +95,7 @@ class EnvServer(ABC):
             )
             path.parent.mkdir(parents=True, exist_ok=True)
             log_file = str(path)
-        if self.log_level is not None or log_file is not None or not self.console_logging:
-            setup_logging(
-                level=self.log_level or "INFO",
-                log_file=log_file,
-                console_logging=self.console_logging,
-                file_logging=log_file is not None,
-            )
-            if self.json_logging:
-                from verifiers.utils.logging_utils import JsonFormatter
-
-                for handler in logging.getLogger("verifiers").handlers:
-                    handler.setFormatter(JsonFormatter())
+        setup_serve_logging(self.log_level, log_file, self.console_logging, self.json_logging)
 
     @abstractmethod
     async def serve(self, stop_event: asyncio.Event | None = None) -> None:
@@ -113,33 +107,7 @@ class EnvServer(ABC):
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT (or the parent's death), then shut down cleanly."""
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        signals: list[signal.Signals] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-                signals.append(sig)
-            except (RuntimeError, ValueError):  # not the main thread
-                pass
-        watchers: list[asyncio.Task[None]] = []
-        if self.death_pipe is not None:
-            loop.add_reader(self.death_pipe.fileno(), stop.set)
-        if self.watch_parent:
-            watchers.append(loop.create_task(_watch_parent(stop)))
-        try:
-            await self.serve(stop)
-        finally:
-            for sig in signals:
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, signal.SIG_IGN)  # no second signal interrupts the shutdown
-            if self.death_pipe is not None:
-                loop.remove_reader(self.death_pipe.fileno())
-            for w in watchers:
-                w.cancel()
-            await self.close()
-            for sig in signals:
-                signal.signal(sig, signal.SIG_DFL)
+        await serve_until_stopped(self.serve, self.close, self.death_pipe, self.watch_parent)
 
     @staticmethod
     def get_log_file(log_dir: str) -> Path:
@@ -162,6 +130,109 @@ class EnvServer(ABC):
             kwargs.setdefault("watch_parent", True)
         server = cls(*args, **kwargs)
         asyncio.run(server.run())
+
+
+def load_classic_env(
+    env_id: str, env_args: dict[str, Any], extra_env_kwargs: dict[str, Any], who: str
+) -> tuple[Any, str | None]:
+    """``vf.load_environment(env_id, **env_args)`` then ``set_kwargs(**extra_env_kwargs)``:
+    ``(env, None)``, or ``(None, reason)`` when it fails (every request is answered with
+    it). ``who`` names the loader in the reason."""
+    try:
+        import verifiers as vf
+
+        env = vf.load_environment(env_id, **env_args)
+        if extra_env_kwargs:
+            env.set_kwargs(**extra_env_kwargs)
+        return env, None
+    except Exception as e:
+        error = (
+            f"{who} could not load environment {env_id!r} (args {env_args}): "
+            f"{type(e).__name__}: {e}"
+        )
+        logger.error("%s", error, exc_info=True)
+        return None, error
+
+
+def setup_serve_logging(
+    level: str | None, log_file: str | None, console: bool, json_lines: bool
+) -> None:
+    """Logging of a server or worker process (nothing to set up when all is default)."""
+    from verifiers.utils.logging_utils import setup_logging
+
+    if level is None and log_file is None and console:
+        return
+    setup_logging(
+        level=level or "INFO",
+        log_file=log_file,
+        console_logging=console,
+        file_logging=log_file is not None,
+    )
+    if json_lines:
+        from verifiers.utils.logging_utils import JsonFormatter
+
+        for handler in logging.getLogger("verifiers").handlers:
+            handler.setFormatter(JsonFormatter())
+
+
+async def serve_until_stopped(
+    serve: Callable[[asyncio.Event], Awaitable[None]],
+    close: Callable[[], Awaitable[None]],
+    death_pipe: Connection | None = None,
+    watch_parent: bool = False,
+) -> None:
+    """``serve(stop)`` until SIGTERM/SIGINT, ``death_pipe`` closing or (``watch_parent``)
+    the parent's death sets ``stop``; then ``close()`` with further signals ignored."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            signals.append(sig)
+        except (RuntimeError, ValueError):  # not the main thread
+            pass
+    watchers: list[asyncio.Task[None]] = []
+    if death_pipe is not None:
+        loop.add_reader(death_pipe.fileno(), stop.set)
+    if watch_parent:
+        watchers.append(loop.create_task(_watch_parent(stop)))
+    try:
+        await serve(stop)
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_IGN)  # no second signal interrupts the shutdown
+        if death_pipe is not None:
+            loop.remove_reader(death_pipe.fileno())
+        for w in watchers:
+            w.cancel()
+        await close()
+        for sig in signals:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+async def run_classic_request(env: Any, client: Any, kind: str, request: Any) -> dict[str, Any]:
+    """Run a decoded ``run_rollout`` / ``run_group`` request map on ``env`` with ``client``;
+    the response map (the one implementation the server and the router's workers share)."""
+    model = str(request.get("model") or "")
+    sampling_args = dict(request.get("sampling_args") or {})
+    max_retries = int(request.get("max_retries") or 0)
+    columns = request.get("state_columns")
+    if kind == "run_rollout":
+        output = await env.run_rollout(
+            request["input"],
+            client,
+            model,
+            sampling_args,
+            max_retries=max_retries,
+            state_columns=columns,
+        )
+        return {"success": True, "error": None, "output": output}
+    outputs = await env.run_group(
+        list(request["group_inputs"]), client, model, sampling_args, max_retries, columns
+    )
+    return {"success": True, "error": None, "outputs": outputs}
 
 
 async def _watch_parent(stop: asyncio.Event, interval: float = 1.0) -> None:

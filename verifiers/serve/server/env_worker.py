@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -34,7 +33,14 @@ import zmq
 import zmq.asyncio
 from pydantic import BaseModel, Field
 
-from verifiers.serve.protocol import pack, unpack
+from verifiers.serve.protocol import pack
+from verifiers.serve.security import ClientLRU, Limits, ServeAllow, bounded_unpack
+from verifiers.serve.server.env_server import (
+    load_classic_env,
+    run_classic_request,
+    serve_until_stopped,
+    setup_serve_logging,
+)
 from verifiers.serve.types import (
     BaseResponse,
     RunGroupRequest,
@@ -102,6 +108,8 @@ class EnvWorker:
         stats_address: str,
         death_pipe: Connection | None = None,
         stats_interval: float = 10.0,
+        allow: ServeAllow | dict[str, Any] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         set_proc_title(f"EnvWorker{worker_id}")
         self.env_id = env_id
@@ -113,21 +121,11 @@ class EnvWorker:
         self._setup_logging(log_level, log_dir, console_logging, json_logging)
         self.logger = logging.getLogger(f"{__name__}.{type(self).__name__}")
 
-        self.env: Environment | None = None
-        self.load_error: str | None = None
-        try:
-            import verifiers as vf
-
-            env = vf.load_environment(env_id, **(env_args or {}))
-            if extra_env_kwargs:
-                env.set_kwargs(**extra_env_kwargs)
-            self.env = env
-        except Exception as e:  # every request is answered with it
-            self.load_error = (
-                f"env worker {worker_name} could not load environment {env_id!r} "
-                f"(args {env_args or {}}): {type(e).__name__}: {e}"
-            )
-            self.logger.error("%s", self.load_error, exc_info=True)
+        self.env: Environment | None
+        self.load_error: str | None
+        self.env, self.load_error = load_classic_env(
+            env_id, dict(env_args or {}), dict(extra_env_kwargs or {}), f"env worker {worker_name}"
+        )
 
         self.ctx = zmq.asyncio.Context()
         self.pull_socket = self.ctx.socket(zmq.PULL)
@@ -143,9 +141,9 @@ class EnvWorker:
         self.stats_socket.setsockopt(zmq.LINGER, 0)
         self.stats_socket.connect(stats_address)
 
-        from verifiers.utils.client_utils import ClientCache
-
-        self.clients = ClientCache()
+        self.allow = ServeAllow.from_env(allow)
+        self.limits = limits or Limits.from_env()
+        self.clients: ClientLRU[Client] = ClientLRU(32)
         self.active_tasks: dict[str, asyncio.Task[None]] = {}
         self.shutting_down = False
         self.lag_monitor = EventLoopLagMonitor()
@@ -154,27 +152,35 @@ class EnvWorker:
     def _setup_logging(
         self, level: str | None, log_dir: str | None, console: bool, json_lines: bool
     ) -> None:
-        from verifiers.utils.logging_utils import setup_logging
-
         log_file = None
         if log_dir is not None:
             path = self.get_log_file(log_dir, self.worker_id)
             path.parent.mkdir(parents=True, exist_ok=True)
             log_file = str(path)
-        if level is not None or log_file is not None or not console:
-            setup_logging(
-                level=level or "INFO",
-                log_file=log_file,
-                console_logging=console,
-                file_logging=log_file is not None,
-                json_logging=json_lines,
-            )
+        setup_serve_logging(level, log_file, console, json_lines)
 
     # ------------------------------------------------------------------ requests
 
     async def resolve_client(self, client_config: Any) -> Client:
-        """The model client for a client config (one per resolved endpoint, reused)."""
-        return self.clients.get(client_config)
+        """The model client for a client config (one per endpoint, at most 32 kept; give it
+        back with ``self.clients.release``)."""
+        from verifiers.utils.client_utils import client_from_config, resolve_client_config
+
+        config = resolve_client_config(client_config)
+        refused = self.allow.check_classic(config.model_dump(mode="json", exclude_unset=True))
+        if refused is not None:
+            raise PermissionError(f"refused: {refused}")
+        return self.clients.acquire(
+            config.model_dump_json().encode(), lambda: client_from_config(config)
+        )
+
+    async def _run(self, kind: str, request: Any) -> dict[str, Any]:
+        env = self._environment()
+        client = await self.resolve_client(request.client_config)
+        try:
+            return await run_classic_request(env, client, kind, request.model_dump())
+        finally:
+            self.clients.release(client)
 
     def _environment(self) -> Environment:
         if self.env is None:
@@ -184,30 +190,10 @@ class EnvWorker:
         return self.env
 
     async def handle_run_rollout(self, request: RunRolloutRequest) -> RunRolloutResponse:
-        env = self._environment()
-        client = await self.resolve_client(request.client_config)
-        output = await env.run_rollout(
-            request.input,  # type: ignore[arg-type]
-            client,
-            request.model,
-            request.sampling_args,
-            max_retries=request.max_retries,
-            state_columns=request.state_columns,
-        )
-        return RunRolloutResponse(output=output)
+        return RunRolloutResponse(output=(await self._run("run_rollout", request))["output"])
 
     async def handle_run_group(self, request: RunGroupRequest) -> RunGroupResponse:
-        env = self._environment()
-        client = await self.resolve_client(request.client_config)
-        outputs = await env.run_group(
-            list(request.group_inputs),  # type: ignore[arg-type]
-            client,
-            request.model,
-            request.sampling_args,
-            request.max_retries,
-            request.state_columns,
-        )
-        return RunGroupResponse(outputs=outputs)
+        return RunGroupResponse(outputs=(await self._run("run_group", request))["outputs"])
 
     async def _send(self, client_id: bytes, request_id: bytes, data: bytes) -> None:
         try:
@@ -220,7 +206,7 @@ class EnvWorker:
         cancelled, except while shutting down)."""
         response: BaseResponse
         try:
-            raw = unpack(payload)
+            raw = bounded_unpack(payload, self.limits)
             kind = raw.get("request_type") if isinstance(raw, dict) else None
             if self.load_error is not None:
                 response = BaseResponse(success=False, error=self.load_error)
@@ -335,22 +321,7 @@ class EnvWorker:
         """Serve until SIGTERM/SIGINT (or the parent's death), then close."""
         if self.death_pipe is not None:
             monitor_death_pipe(self.death_pipe)
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        handled: list[signal.Signals] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-                handled.append(sig)
-            except (RuntimeError, ValueError):  # not the main thread
-                pass
-        try:
-            await self.serve(stop)
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, signal.SIG_IGN)  # no second signal interrupts the close
-            await self.close()
+        await serve_until_stopped(self.serve, self.close)
 
     @staticmethod
     def get_log_file(log_dir: str, worker_id: int) -> Path:

@@ -23,7 +23,15 @@ What it does:
   environment's cleanup and teardown handlers, and exits;
 - with ``num_workers > 1``, runs that many worker processes (each one such server on a
   private socket) and hands each request to the least busy one; a worker that dies is
-  restarted and its requests are run again.
+  restarted and its requests are run again, once: a request whose worker dies twice is
+  answered with an error (a poison request cannot kill workers forever).
+
+Security (:mod:`verifiers.serve.security`): clients authenticate with ZeroMQ CURVE keys (by
+default the per-user key pair, so a trainer of the same user connects with no configuration;
+``keys_dir=`` or ``VF_SERVE_KEYS_DIR`` for explicit keys, ``insecure=True`` for none); a
+request's client config may name only endpoints the server's ``allow=`` (:class:`ServeAllow`)
+permits; every frame is bounded by ``limits=`` (:class:`Limits`) before it is decoded; the
+model-client cache keeps at most 32 clients.
 
 The wire protocol is :mod:`verifiers.serve.protocol` (that of classic ``verifiers`` 0.3.x).
 The sockets are plain (non-asyncio) ZeroMQ sockets driven by the event loop's reader
@@ -44,7 +52,8 @@ from typing import TYPE_CHECKING, Any, cast
 import zmq
 
 from verifiers.serve.protocol import CANCEL, HEALTH_PING, pack, unpack
-from verifiers.serve.server.env_server import EnvServer
+from verifiers.serve.security import ClientLRU, Limits, ServeAllow, ServeAuth, bounded_unpack
+from verifiers.serve.server.env_server import EnvServer, load_classic_env, run_classic_request
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -72,9 +81,32 @@ _OK = pack({"success": True, "error": None})
 class ZMQEnvServer(EnvServer):
     """The env server on a ZeroMQ ROUTER socket at ``address`` (see the module docstring)."""
 
-    def __init__(self, *args: Any, address: str = "tcp://127.0.0.1:5000", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        address: str = "tcp://127.0.0.1:5000",
+        keys_dir: str | None = None,
+        insecure: bool = False,
+        allow: ServeAllow | dict[str, Any] | None = None,
+        limits: Limits | None = None,
+        **kwargs: Any,
+    ) -> None:
+        internal = bool(kwargs.pop("internal", False))
         super().__init__(*args, **kwargs)
         self.address = address
+        self.keys_dir = keys_dir
+        self.insecure = insecure
+        # a pool's worker listens on a private ipc socket only its parent reaches
+        self.auth = (
+            ServeAuth(mode="insecure", source="internal")
+            if internal
+            else ServeAuth.resolve("server", keys_dir=keys_dir, insecure=insecure)
+        )
+        self.allow = (
+            allow if isinstance(allow, ServeAllow) and internal else ServeAllow.from_env(allow)
+        )
+        self.limits = limits or Limits.from_env()
+        self._gate: Any = None
         self.env: Environment | None = None
         self.load_error: str | None = None
         self._ctx: zmq.Context[zmq.Socket[bytes]] | None = None
@@ -85,11 +117,11 @@ class ZMQEnvServer(EnvServer):
         self._client_requests: dict[bytes, set[bytes]] = {}
         self._client_fd: dict[bytes, int] = {}
         self._fd_clients: dict[int, set[bytes]] = {}
-        self._clients: dict[bytes, Client] = {}
+        self._clients: ClientLRU[Client] = ClientLRU(32)
         self._drain_scheduled = False
         self._shutting_down = False
         self._pool: _WorkerPool | None = None
-        self.stats = {"requests": 0, "cancelled": 0, "disconnects": 0}
+        self.stats = {"requests": 0, "cancelled": 0, "disconnects": 0, "refused": 0}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -102,6 +134,8 @@ class ZMQEnvServer(EnvServer):
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RCVHWM, 0)
         sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, self.limits.max_message_bytes)
+        self._gate = self.auth.secure_server(self._ctx, sock)
         self._monitor = sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         sock.bind(self.address)
         self._sock = sock
@@ -119,20 +153,11 @@ class ZMQEnvServer(EnvServer):
         await (stop_event or asyncio.Event()).wait()
 
     async def _load_env(self) -> None:
-        try:
-            import verifiers as vf
-
-            env = vf.load_environment(self.env_id, **self.env_args)
-            if self.extra_env_kwargs:
-                env.set_kwargs(**self.extra_env_kwargs)
-            self.env = env
+        self.env, self.load_error = load_classic_env(
+            self.env_id, self.env_args, self.extra_env_kwargs, "the env server"
+        )
+        if self.env is not None:
             logger.info("loaded environment %s", self.env_id)
-        except Exception as e:  # answered to every request; the trainer shows it
-            self.load_error = (
-                f"the env server could not load environment {self.env_id!r} "
-                f"(args {self.env_args}): {type(e).__name__}: {e}"
-            )
-            logger.error("%s", self.load_error, exc_info=True)
 
     async def close(self) -> None:
         """Cancel what is in flight (cleanup handlers run), tear the environment down, close
@@ -154,12 +179,7 @@ class ZMQEnvServer(EnvServer):
             cache = self.env.__dict__.get("_client_cache")
             if cache is not None:
                 await cache.close()
-        for client in self._clients.values():
-            try:
-                await client.close()
-            except Exception:
-                logger.debug("closing a model client failed", exc_info=True)
-        self._clients.clear()
+        await self._clients.close()
         loop = self._loop
         if loop is not None and self._sock is not None:
             loop.remove_reader(_fd(self._sock))
@@ -170,6 +190,9 @@ class ZMQEnvServer(EnvServer):
             self._sock.close(linger=0)
         if self._monitor is not None:
             self._monitor.close(linger=0)
+        if self._gate is not None:
+            self._gate.stop()
+            self._gate = None
         if self._ctx is not None:
             self._ctx.term()
         self._sock = self._monitor = None
@@ -200,6 +223,13 @@ class ZMQEnvServer(EnvServer):
                 frames = recv(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
+            if self.auth.signs:
+                data = [f.bytes for f in frames]
+                if len(data) != 4 or not self.auth.verify(data[1], data[2:]):
+                    self.stats["refused"] += 1
+                    logger.warning("refused a message without a valid signature")
+                    continue
+                frames = [frames[0], *frames[2:]]
             if len(frames) != 3:
                 logger.warning("ignoring a message of %d frames (expected 3)", len(frames))
                 continue
@@ -248,7 +278,12 @@ class ZMQEnvServer(EnvServer):
         if sock is None:
             return
         try:
-            sock.send_multipart((cid, rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
+            if self.auth.signs:
+                sock.send_multipart(
+                    (cid, self.auth.sign((rid, payload)), rid, payload), zmq.NOBLOCK
+                )
+            else:
+                sock.send_multipart((cid, rid, payload), zmq.NOBLOCK, copy=len(payload) < 65536)
         except zmq.ZMQError as e:  # the client is gone
             logger.debug("could not answer request %s: %s", rid[:8], e)
         # sending may have consumed the FD's edge: look for waiting messages
@@ -305,17 +340,13 @@ class ZMQEnvServer(EnvServer):
     # ------------------------------------------------------------------ requests
 
     def _client(self, config: Any) -> Client:
-        key = pack(config)
-        client = self._clients.get(key)
-        if client is None:
-            from verifiers.utils.client_utils import client_from_config
+        from verifiers.utils.client_utils import client_from_config
 
-            client = self._clients[key] = client_from_config(config)
-        return client
+        return self._clients.acquire(pack(config), lambda: client_from_config(config))
 
     async def _run_request(self, cid: bytes, rid: bytes, payload: bytes) -> None:
         try:
-            response = await self._answer(unpack(payload))
+            response = await self._answer(bounded_unpack(payload, self.limits))
             data = pack(response)
         except asyncio.CancelledError:
             if not self._shutting_down:
@@ -340,30 +371,16 @@ class ZMQEnvServer(EnvServer):
                 "success": False,
                 "error": f"unknown request_type {kind!r}; expected 'run_rollout' or 'run_group'",
             }
-        client = self._client(request.get("client_config") or {})
-        model = str(request.get("model") or "")
-        sampling_args = dict(request.get("sampling_args") or {})
-        max_retries = int(request.get("max_retries") or 0)
-        columns = request.get("state_columns")
-        if kind == "run_rollout":
-            output = await env.run_rollout(
-                request["input"],
-                client,
-                model,
-                sampling_args,
-                max_retries=max_retries,
-                state_columns=columns,
-            )
-            return {"success": True, "error": None, "output": output}
-        outputs = await env.run_group(
-            list(request["group_inputs"]),
-            client,
-            model,
-            sampling_args,
-            max_retries,
-            columns,
-        )
-        return {"success": True, "error": None, "outputs": outputs}
+        config = request.get("client_config") or {}
+        refused = self.allow.check_classic(config)
+        if refused is not None:
+            self.stats["refused"] += 1
+            return {"success": False, "error": f"refused: {refused}"}
+        client = self._client(config)
+        try:
+            return await run_classic_request(env, client, kind, request)
+        finally:
+            self._clients.release(client)
 
 
 class _Worker:
@@ -374,17 +391,19 @@ class _Worker:
         self.address = address
         self.process = process
         self.sock = sock
-        self.pending: dict[bytes, tuple[bytes, bytes, bytes]] = {}  # iid -> (cid, rid, payload)
+        # iid -> (cid, rid, payload, runs: how many workers were given it)
+        self.pending: dict[bytes, tuple[bytes, bytes, bytes, int]] = {}
         self.ready = False
 
 
 class _WorkerPool:
     """Worker processes behind the server's socket: least-busy dispatch, cancels forwarded,
-    a dead worker restarted and its requests run again."""
+    a dead worker restarted and its requests run again once (then answered with an error)."""
 
     def __init__(self, server: ZMQEnvServer) -> None:
         self.server = server
         self.session = uuid.uuid4().hex[:12]
+        self.ipc_dir = tempfile.mkdtemp(prefix="vf-serve-")  # 0700: only this user connects
         self.workers: list[_Worker] = []
         self.by_request: dict[tuple[bytes, bytes], tuple[_Worker, bytes]] = {}
         self.error: str | None = None
@@ -401,7 +420,7 @@ class _WorkerPool:
 
     def _spawn(self, index: int) -> _Worker:
         s = self.server
-        address = f"ipc://{tempfile.gettempdir()}/vf-{self.session}-worker{index}"
+        address = f"ipc://{self.ipc_dir}/worker{index}"
         process = mp.get_context("spawn").Process(
             target=type(s).run_server,
             args=(
@@ -414,7 +433,14 @@ class _WorkerPool:
                 s.file_logging,
                 s.json_logging,
             ),
-            kwargs={"address": address, "worker_id": index, "death_pipe": self._death_reader},
+            kwargs={
+                "address": address,
+                "worker_id": index,
+                "death_pipe": self._death_reader,
+                "internal": True,
+                "allow": s.allow,
+                "limits": s.limits,
+            },
             name=f"{s.env_id}-worker{index}",
             daemon=False,
         )
@@ -461,7 +487,7 @@ class _WorkerPool:
             entry = worker.pending.pop(iid, None)
             if entry is None:
                 continue
-            cid, rid, _ = entry
+            cid, rid = entry[0], entry[1]
             self.by_request.pop((cid, rid), None)
             rids = self.server._client_requests.get(cid)
             if rids is not None:
@@ -472,7 +498,7 @@ class _WorkerPool:
         worker = min(self.workers, key=lambda w: len(w.pending))
         self._counter += 1
         iid = b"%d" % self._counter
-        worker.pending[iid] = (cid, rid, payload)
+        worker.pending[iid] = (cid, rid, payload, 1)
         self.by_request[(cid, rid)] = (worker, iid)
         self.server._client_requests.setdefault(cid, set()).add(rid)
         worker.sock.send_multipart((iid, payload), zmq.NOBLOCK)
@@ -495,7 +521,7 @@ class _WorkerPool:
             return
         logger.warning(
             "env worker %d (pid %s) died with exit code %s: restarting it and running its %d "
-            "requests again",
+            "requests again (once)",
             worker.index,
             worker.process.pid,
             worker.process.exitcode,
@@ -505,10 +531,22 @@ class _WorkerPool:
         worker.sock.close(linger=0)
         fresh = self._spawn(worker.index)
         self.workers[worker.index] = fresh
-        for cid, rid, payload in worker.pending.values():
+        for cid, rid, payload, runs in worker.pending.values():
+            if runs >= 2:  # it killed a worker twice: answer it instead of a third run
+                self.by_request.pop((cid, rid), None)
+                rids = self.server._client_requests.get(cid)
+                if rids is not None:
+                    rids.discard(rid)
+                error = (
+                    f"env worker {worker.index} died (exit code {worker.process.exitcode}) "
+                    "running this request, and again when it was retried; not retrying it "
+                    "again (see the worker log)"
+                )
+                self.server._send(cid, rid, pack({"success": False, "error": error}))
+                continue
             self._counter += 1
             iid = b"%d" % self._counter
-            fresh.pending[iid] = (cid, rid, payload)
+            fresh.pending[iid] = (cid, rid, payload, runs + 1)
             self.by_request[(cid, rid)] = (fresh, iid)
             fresh.sock.send_multipart((iid, payload), zmq.NOBLOCK)
 
@@ -527,6 +565,9 @@ class _WorkerPool:
             w.sock.close(linger=0)
         self._death_writer.close()
         self._death_reader.close()
+        import shutil
+
+        shutil.rmtree(self.ipc_dir, ignore_errors=True)
 
 
 def _join_all(processes: list[BaseProcess], timeout: float = 30.0) -> None:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import zmq
 import zmq.asyncio
 
+from verifiers.serve.security import ServeAuth
 from verifiers.v1.configs.client import BaseClientConfig
 from verifiers.v1.serve.delta import EpisodeAssembly
 from verifiers.v1.serve.encoding import pack, unpack
@@ -51,15 +52,25 @@ class EnvServerError(RuntimeError):
 
 
 class EnvClient:
-    """A connection to the env server at ``address`` (a ZeroMQ endpoint)."""
+    """A connection to the env server at ``address`` (a ZeroMQ endpoint). It authenticates
+    with the per-user key pair by default (``keys_dir=`` or ``VF_SERVE_KEYS_DIR`` for
+    explicit keys; ``insecure=True`` for a server started without authentication)."""
 
-    def __init__(self, address: str = "tcp://127.0.0.1:5000") -> None:
+    def __init__(
+        self,
+        address: str = "tcp://127.0.0.1:5000",
+        *,
+        keys_dir: str | None = None,
+        insecure: bool = False,
+    ) -> None:
         self.address = address
+        self.auth = ServeAuth.resolve("client", keys_dir=keys_dir, insecure=insecure)
         self.ctx = zmq.asyncio.Context()
         self.socket = self.ctx.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.SNDHWM, 0)
         self.socket.setsockopt(zmq.RCVHWM, 0)
+        self.auth.secure_client(self.socket)
         self.socket.connect(address)
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self._deltas: dict[str, Callable[[bytes], None]] = {}
@@ -70,7 +81,7 @@ class EnvClient:
 
     async def _receive(self) -> None:
         while True:
-            frames = await self.socket.recv_multipart()
+            frames = self.auth.open_frames(await self.socket.recv_multipart(), routed=False)
             if len(frames) != 3:
                 logger.warning(
                     "dropping a message of %d frames from %s (expected request id, kind, "
@@ -110,7 +121,9 @@ class EnvClient:
         payload = pack(request.model_dump(mode="json"))
         try:
             await self.socket.send_multipart(
-                [request_id.encode(), request.method.encode(), payload]
+                self.auth.seal_frames(
+                    [request_id.encode(), request.method.encode(), payload], routed=False
+                )
             )
             data = await asyncio.wait_for(future, timeout)
         except asyncio.CancelledError:
@@ -137,11 +150,14 @@ class EnvClient:
     async def _send_cancel(self, run_request_id: str) -> None:
         with contextlib.suppress(zmq.ZMQError):
             await self.socket.send_multipart(
-                [
-                    uuid.uuid4().hex.encode(),
-                    CancelRequest.method.encode(),
-                    pack(CancelRequest(request_id=run_request_id).model_dump(mode="json")),
-                ]
+                self.auth.seal_frames(
+                    [
+                        uuid.uuid4().hex.encode(),
+                        CancelRequest.method.encode(),
+                        pack(CancelRequest(request_id=run_request_id).model_dump(mode="json")),
+                    ],
+                    routed=False,
+                )
             )
 
     # ------------------------------------------------------------------ API

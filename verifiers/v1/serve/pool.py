@@ -6,8 +6,11 @@ processes, each an :class:`EnvServer` on a private ``ipc://`` socket: a run goes
 with the fewest runs in flight, its deltas and reply come back to the requesting client,
 health is answered by the broker itself, a cancel reaches the worker running the request.
 An elastic pool starts one worker and adds one whenever the runs in flight reach 90% of
-``workers * multiplex`` (up to ``max_workers``); a static one starts ``max_workers``. A worker
-that dies fails its runs in flight with an answer naming it, and is replaced.
+``workers * multiplex`` (up to ``max_workers``; None means twice the CPU cores); a static one
+starts ``max_workers``. A worker that dies fails its runs in flight with an answer naming it,
+and is replaced. A client that disconnects has its runs cancelled on their workers. The
+broker authenticates clients and bounds frames as :class:`EnvServer` does; its workers listen
+on ``ipc://`` sockets in a private (0700) directory.
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ from typing import TYPE_CHECKING, Any
 import zmq
 import zmq.asyncio
 
+from verifiers.serve.security import (
+    Limits,
+    Peers,
+    ServeAllow,
+    ServeAuth,
+    bounded_unpack,
+    watch_disconnects,
+)
 from verifiers.v1.configs.env import EnvConfig
 from verifiers.v1.serve.encoding import pack, unpack
 from verifiers.v1.serve.server import DEFAULT_ADDRESS, EnvServer
@@ -74,10 +85,22 @@ def serve_env(
     elastic: bool = True,
     address_queue: Any = None,
     death_pipe: Connection | None = None,
+    keys_dir: str | None = None,
+    insecure: bool = False,
+    allow: ServeAllow | dict[str, Any] | None = None,
+    limits: Limits | None = None,
+    internal: bool = False,
 ) -> None:
     """Serve the env ``config`` (or its dump ``config_data``) at ``address`` until SIGTERM or
-    SIGINT. ``max_workers`` 1 runs it in this process; more (or None, an uncapped elastic
-    pool) over worker processes. ``log_setup`` runs first, here and in every worker."""
+    SIGINT. ``max_workers`` 1 runs it in this process; more (or None: an elastic pool of up
+    to twice the CPU cores) over worker processes. ``log_setup`` runs first, here and in
+    every worker. ``keys_dir``/``insecure``/``allow``/``limits``: see :class:`EnvServer`."""
+    security: dict[str, Any] = {
+        "keys_dir": keys_dir,
+        "insecure": insecure,
+        "allow": allow,
+        "limits": limits,
+    }
     if log_setup is not None:
         log_setup()
     if death_pipe is not None:
@@ -93,6 +116,8 @@ def serve_env(
                 config_data=data,
                 address=bind,
                 max_concurrent=max_concurrent,
+                internal=internal,
+                **security,
             )
             return
         pool = EnvServerPool(
@@ -103,6 +128,7 @@ def serve_env(
             max_concurrent=max_concurrent,
             multiplex=multiplex,
             elastic=elastic,
+            **security,
         )
         if address_queue is not None:
             address_queue.put(pool.address)
@@ -138,7 +164,13 @@ class EnvServerPool:
         max_concurrent: int | None = None,
         multiplex: int = 128,
         elastic: bool = True,
+        keys_dir: str | None = None,
+        insecure: bool = False,
+        allow: ServeAllow | dict[str, Any] | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        if max_workers is None:  # bounded: an elastic pool never forks without limit
+            max_workers = 2 * (os.cpu_count() or 1)
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be >= 1 or None, got {max_workers}")
         if not elastic and max_workers is None:
@@ -157,19 +189,28 @@ class EnvServerPool:
         self._failing: set[asyncio.Task[None]] = set()
         self.error: str | None = None
         """Why the pool cannot serve (a worker exited before its env loaded)."""
+        self.auth = ServeAuth.resolve("server", keys_dir=keys_dir, insecure=insecure)
+        self.allow = ServeAllow.from_env(allow)
+        self.limits = limits or Limits.from_env()
+        self.peers = Peers()
+        self.stats = {"requests": 0, "refused": 0, "bad_frames": 0, "disconnects": 0}
+        self.ipc_dir = tempfile.mkdtemp(prefix="vf-v1-serve-")  # 0700: this user only
         self.ctx = zmq.asyncio.Context()
         self.frontend = self.ctx.socket(zmq.ROUTER)
         self.frontend.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.frontend.setsockopt(zmq.SNDHWM, 0)
         self.frontend.setsockopt(zmq.RCVHWM, 0)
         self.frontend.setsockopt(zmq.LINGER, 0)
+        self.frontend.setsockopt(zmq.MAXMSGSIZE, self.limits.max_message_bytes)
+        self.gate = self.auth.secure_server(self.ctx, self.frontend)
+        self.monitor = self.frontend.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.frontend.bind(address)
         self.address: str = self.frontend.getsockopt_string(zmq.LAST_ENDPOINT)
 
     # ------------------------------------------------------------------ workers
 
     def _spawn(self, index: int) -> _Worker:
-        address = f"ipc://{tempfile.gettempdir()}/vf-v1-{self.session}-{index}"
+        address = f"ipc://{self.ipc_dir}/{index}"
         reader, writer = mp.Pipe(duplex=False)
         process = mp.get_context("spawn").Process(
             target=serve_env,
@@ -180,6 +221,9 @@ class EnvServerPool:
                 "config_data": self.config_data,
                 "max_concurrent": self.max_concurrent,
                 "death_pipe": reader,
+                "internal": True,
+                "allow": self.allow,
+                "limits": self.limits,
             },
             name=f"vf-env-worker-{index}",
             daemon=False,
@@ -225,11 +269,13 @@ class EnvServerPool:
             if kind == b"reply":
                 del worker.inflight[iid]
                 self.routes.pop(route, None)
+                self.peers.done(*route)
             await self._send(route[0], route[1], kind, data)
 
     async def _send(self, cid: bytes, rid: bytes, kind: bytes, data: bytes) -> None:
         try:
-            await self.frontend.send_multipart([cid, rid, kind, data], copy=False)
+            frames = self.auth.seal_frames([cid, rid, kind, data])
+            await self.frontend.send_multipart(frames, copy=False)
         except zmq.ZMQError as exc:  # the client is gone
             logger.debug("could not answer request %s: %s", rid[:8], exc)
 
@@ -262,6 +308,7 @@ class EnvServerPool:
         error = pack({"success": False, "error": reason})
         for cid, rid in worker.inflight.values():
             self.routes.pop((cid, rid), None)
+            self.peers.done(cid, rid)
             failing = loop.create_task(self._send(cid, rid, b"reply", error))
             self._failing.add(failing)
             failing.add_done_callback(self._failing.discard)
@@ -283,25 +330,55 @@ class EnvServerPool:
         count = 1 if self.elastic else (self.max_workers or 1)
         self.workers = [self._spawn(i) for i in range(count)]
         stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
+        watching = asyncio.ensure_future(watch_disconnects(self.monitor, self._on_disconnect))
         try:
             while True:
-                receiving = asyncio.ensure_future(self.frontend.recv_multipart())
+                receiving = asyncio.ensure_future(self.frontend.recv_multipart(copy=False))
                 done, _ = await asyncio.wait(
                     {receiving, stopped}, return_when=asyncio.FIRST_COMPLETED
                 )
                 if stopped in done:
                     receiving.cancel()
                     break
-                await self._on_request(receiving.result())
+                frames = receiving.result()
+                self.peers.seen(
+                    frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect
+                )
+                try:
+                    await self._on_request([f.bytes for f in frames])
+                except Exception:  # one bad message never stops the broker
+                    self.stats["bad_frames"] += 1
+                    logger.warning("a request could not be brokered", exc_info=True)
         finally:
             stopped.cancel()
+            watching.cancel()
             await self.close()
 
+    def _on_disconnect(self, fd: int) -> None:
+        for cid, rids in self.peers.disconnected(fd):
+            if rids:
+                self.stats["disconnects"] += 1
+                logger.warning("a client left with %d runs in flight: cancelling them", len(rids))
+            for rid in rids:
+                found = self.routes.get((cid, rid))
+                if found is not None:
+                    task = asyncio.ensure_future(self._cancel_on_worker(*found))
+                    self._failing.add(task)
+                    task.add_done_callback(self._failing.discard)
+
+    async def _cancel_on_worker(self, worker: _Worker, iid: bytes) -> None:
+        forward = CancelRequest(request_id=iid.decode()).model_dump(mode="json")
+        with contextlib.suppress(zmq.ZMQError):
+            await worker.socket.send_multipart([b"cancel-" + iid, b"cancel", pack(forward)])
+
     async def _on_request(self, frames: list[bytes]) -> None:
+        frames = self.auth.open_frames(frames, self.stats)
         if len(frames) != 4:
+            self.stats["bad_frames"] += 1
             logger.warning("ignoring a message of %d frames (expected 4)", len(frames))
             return
         cid, rid, method, payload = frames
+        self.stats["requests"] += 1
         if method == b"health":
             if self.error is not None:
                 answer = HealthResponse(success=False, error=self.error)
@@ -318,12 +395,11 @@ class EnvServerPool:
         if method == b"cancel":
             found = None
             with contextlib.suppress(Exception):
-                target = CancelRequest.model_validate(unpack(payload)).request_id
+                raw = bounded_unpack(payload, self.limits)
+                target = CancelRequest.model_validate(raw).request_id
                 found = self.routes.get((cid, target.encode()))
             if found is not None:
-                worker, iid = found
-                forward = CancelRequest(request_id=iid.decode()).model_dump(mode="json")
-                await worker.socket.send_multipart([b"cancel-" + iid, b"cancel", pack(forward)])
+                await self._cancel_on_worker(*found)
             reply = CancelResponse(cancelled=found is not None).model_dump(mode="json")
             await self._send(cid, rid, b"reply", pack(reply))
             return
@@ -332,6 +408,7 @@ class EnvServerPool:
         iid = b"%d" % self._counter
         worker.inflight[iid] = (cid, rid)
         self.routes[(cid, rid)] = (worker, iid)
+        self.peers.add(cid, rid)
         await worker.socket.send_multipart([iid, method, payload])
 
     async def close(self) -> None:
@@ -347,8 +424,15 @@ class EnvServerPool:
         for worker in self.workers:
             worker.socket.close(linger=0)
             worker.death.close()
+        self.frontend.disable_monitor()
+        self.monitor.close(linger=0)
         self.frontend.close(linger=0)
+        if self.gate is not None:
+            self.gate.stop()
         self.ctx.term()
+        import shutil
+
+        shutil.rmtree(self.ipc_dir, ignore_errors=True)
 
 
 def _join(processes: list[BaseProcess], timeout: float = 30.0) -> None:

@@ -9,7 +9,15 @@ client's DEALER sends the last three); ``payload`` is a msgpack map (see
 The server holds no tasks: each run request carries its task's data, validated here into the
 taskset's ``TaskData`` class and wrapped in its ``Task`` class with the taskset's task config,
 as the taskset's own ``load`` builds it. A failed run is an answer (``success`` false, the
-reason in ``error``), never a crash of the server.
+reason in ``error``), never a crash of the server: every frame is decoded inside the
+request's handler, bounded by ``limits`` (:class:`~verifiers.serve.security.Limits`), and a
+frame that cannot be read is answered (or dropped) without stopping the receive loop.
+
+Security (:mod:`verifiers.serve.security`): clients authenticate with ZeroMQ CURVE (the
+per-user key pair by default; ``keys_dir=`` / ``VF_SERVE_KEYS_DIR``; ``insecure=True`` for
+none); a run's ``client`` may name only endpoints ``allow`` permits (never
+``headers_from_env`` or a key variable holding a secret of the server); a client that
+disconnects has its runs cancelled.
 """
 
 from __future__ import annotations
@@ -22,11 +30,20 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
+from verifiers.serve.security import (
+    Limits,
+    PayloadError,
+    Peers,
+    ServeAllow,
+    ServeAuth,
+    bounded_unpack,
+    watch_disconnects,
+)
 from verifiers.v1.configs import EnvConfig
 from verifiers.v1.configs.client import build_client, train_sampling_args
 from verifiers.v1.env import Env
 from verifiers.v1.serve.delta import DeltaStreamer, TraceSummary, dump
-from verifiers.v1.serve.encoding import pack, unpack
+from verifiers.v1.serve.encoding import pack
 from verifiers.v1.serve.types import (
     BaseResponse,
     CancelRequest,
@@ -54,7 +71,8 @@ def build_env(config: EnvConfig | dict[str, Any]) -> Env[Any]:
 class EnvServer:
     """Serves the env ``config`` describes at ``address`` (``:0`` binds a free port; read
     :attr:`address` for the one bound). ``max_concurrent`` bounds the episodes running at once
-    (None: no bound)."""
+    (None: no bound). ``keys_dir``/``insecure``: authentication; ``allow``: the endpoints
+    and secrets runs may use; ``limits``: input bounds (see the module docstring)."""
 
     def __init__(
         self,
@@ -63,6 +81,11 @@ class EnvServer:
         max_concurrent: int | None = None,
         *,
         config_data: dict[str, Any] | None = None,
+        keys_dir: str | None = None,
+        insecure: bool = False,
+        allow: ServeAllow | dict[str, Any] | None = None,
+        limits: Limits | None = None,
+        internal: bool = False,
     ) -> None:
         self.env: Env[Any] | None = None
         self.load_error: str | None = None
@@ -87,14 +110,28 @@ class EnvServer:
             logger.error("%s", self.load_error, exc_info=True)
         self.env_id = self.env.id if self.env is not None else "(not loaded)"
         self._gate = asyncio.Semaphore(max_concurrent) if max_concurrent else None
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._running: dict[bytes, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.auth = (
+            ServeAuth(mode="insecure", source="internal")
+            if internal
+            else ServeAuth.resolve("server", keys_dir=keys_dir, insecure=insecure)
+        )
+        self.allow = (
+            allow if isinstance(allow, ServeAllow) and internal else ServeAllow.from_env(allow)
+        )
+        self.limits = limits or Limits.from_env()
+        self.peers = Peers()
+        self.stats = {"requests": 0, "refused": 0, "bad_frames": 0, "disconnects": 0}
         self.ctx = zmq.asyncio.Context()
         self.socket = self.ctx.socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.socket.setsockopt(zmq.SNDHWM, 0)
         self.socket.setsockopt(zmq.RCVHWM, 0)
         self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.MAXMSGSIZE, self.limits.max_message_bytes)
+        self.gate = self.auth.secure_server(self.ctx, self.socket)
+        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.socket.bind(address)
         self.address: str = self.socket.getsockopt_string(zmq.LAST_ENDPOINT)
 
@@ -130,29 +167,50 @@ class EnvServer:
         """Answer requests until ``stop`` is set (or the task is cancelled), then close."""
         logger.info("v1 env server for %s listening on %s", self.env_id, self.address)
         stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
+        watching = asyncio.ensure_future(watch_disconnects(self.monitor, self._on_disconnect))
         try:
             while True:
-                receiving = asyncio.ensure_future(self.socket.recv_multipart())
+                receiving = asyncio.ensure_future(self.socket.recv_multipart(copy=False))
                 done, _ = await asyncio.wait(
                     {receiving, stopped}, return_when=asyncio.FIRST_COMPLETED
                 )
                 if stopped in done:
                     receiving.cancel()
                     break
-                self._dispatch(receiving.result())
+                frames = receiving.result()
+                self.peers.seen(
+                    frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect
+                )
+                self._dispatch([f.bytes for f in frames])
         finally:
             stopped.cancel()
+            watching.cancel()
             await self.close()
 
+    def _on_disconnect(self, fd: int) -> None:
+        for _cid, rids in self.peers.disconnected(fd):
+            if rids:
+                self.stats["disconnects"] += 1
+                logger.warning("a client left with %d runs in flight: cancelling them", len(rids))
+            for rid in rids:
+                task = self._running.get(rid)
+                if task is not None:
+                    task.cancel()
+
     def _dispatch(self, frames: list[bytes]) -> None:
+        """Hand one message to its handler; nothing here may raise (the loop must live)."""
+        frames = self.auth.open_frames(frames, self.stats)
         if len(frames) != 4:
+            self.stats["bad_frames"] += 1
             logger.warning("ignoring a message of %d frames (expected 4)", len(frames))
             return
         client_id, request_id, method, payload = frames
+        self.stats["requests"] += 1
         task = asyncio.create_task(self._handle(client_id, request_id, method, payload))
         if method == b"run":
             # registered now, so a cancel that arrives before the handler starts finds it
-            self._running[request_id.decode()] = task
+            self._running[request_id] = task
+            self.peers.add(client_id, request_id)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -166,7 +224,11 @@ class EnvServer:
                 await self.env.close()  # the clients of seats with their own endpoint
             except Exception:
                 logger.warning("closing the env failed", exc_info=True)
+        self.socket.disable_monitor()
+        self.monitor.close(linger=0)
         self.socket.close(linger=0)
+        if self.gate is not None:
+            self.gate.stop()
         self.ctx.term()
         logger.info("v1 env server for %s shut down", self.env_id)
 
@@ -225,7 +287,7 @@ class EnvServer:
         route = method.decode(errors="replace")
         response: BaseResponse
         try:
-            raw = unpack(payload)
+            raw = bounded_unpack(payload, self.limits)
             if self.load_error is not None and route in ("health", "run"):
                 response = BaseResponse(success=False, error=self.load_error)
             elif route == "health":
@@ -233,17 +295,21 @@ class EnvServer:
             elif route == "run":
 
                 async def send_delta(delta: dict[str, Any]) -> None:
-                    await self.socket.send_multipart(
-                        [client_id, request_id, b"delta", pack(delta)], copy=False
-                    )
+                    await self._send([client_id, request_id, b"delta", pack(delta)])
 
                 try:
+                    if isinstance(raw, dict) and isinstance(raw.get("client"), dict):
+                        refused = self.allow.check_v1(raw["client"])
+                        if refused is not None:
+                            self.stats["refused"] += 1
+                            raise PermissionError(f"refused: {refused}")
                     _, response = await self.run_episode(RunRequest.model_validate(raw), send_delta)
                 finally:
-                    self._running.pop(request_id.decode(), None)
+                    self._running.pop(request_id, None)
+                    self.peers.done(client_id, request_id)
             elif route == "cancel":
                 target = CancelRequest.model_validate(raw).request_id
-                running = self._running.get(target)
+                running = self._running.get(target.encode("utf-8", "surrogateescape"))
                 if running is not None:
                     running.cancel()
                 response = CancelResponse(cancelled=running is not None)
@@ -254,6 +320,8 @@ class EnvServer:
                 )
         except asyncio.CancelledError:
             response = BaseResponse(success=False, error="Cancelled: the run was stopped")
+        except (PayloadError, PermissionError) as exc:
+            response = BaseResponse(success=False, error=str(exc))
         except Exception as exc:  # a failed request is an answer, not a crash
             logger.warning("request %s failed", request_id[:8], exc_info=True)
             response = BaseResponse(success=False, error=f"{type(exc).__name__}: {exc}")
@@ -262,6 +330,9 @@ class EnvServer:
         except Exception as exc:
             data = pack({"success": False, "error": f"{type(exc).__name__}: {exc}"})
         try:
-            await self.socket.send_multipart([client_id, request_id, b"reply", data], copy=False)
+            await self._send([client_id, request_id, b"reply", data])
         except zmq.ZMQError as exc:  # the client is gone
-            logger.debug("could not answer request %s: %s", request_id[:8], exc)
+            logger.debug("could not answer request %r: %s", request_id[:8], exc)
+
+    async def _send(self, frames: list[bytes]) -> None:
+        await self.socket.send_multipart(self.auth.seal_frames(frames), copy=False)
