@@ -4,9 +4,6 @@ line, as ``scripts/size_report.py`` counts).
 
 Tables a script writes (marked "do not edit") are exempt, by name in :data:`GENERATED`; each
 must say it is generated and name a script of the repository that writes it.
-:data:`PENDING_OTHER_BRANCHES` lists what is over a limit now and being split on another
-branch: each entry must still be over its limit (so that the list cannot go stale), and the
-list is emptied once those branches are merged.
 """
 
 from __future__ import annotations
@@ -26,14 +23,6 @@ GENERATED: dict[str, str] = {
     "verifiers/classic/imported_names.py": "scripts/classic_surface.py",
     "verifiers/classic/unavailable_names.py": "scripts/classic_surface.py",
 }
-
-#: over a limit today, split on another branch of the same change ("path" for a module,
-#: "path::qualified.name" for a function); emptied when those branches are merged
-PENDING_OTHER_BRANCHES: frozenset[str] = frozenset(
-    {
-        "hub_server/services/runs.py",
-    }
-)
 
 
 def _sources() -> list[Path]:
@@ -90,17 +79,9 @@ def _describe(found: dict[str, int]) -> str:
 
 
 def test_no_hand_written_module_or_function_is_over_its_limit() -> None:
-    over = {k: v for k, v in _oversized().items() if k not in PENDING_OTHER_BRANCHES}
+    over = _oversized()
     assert not over, "split these by concern (names that say what each part does):\n" + _describe(
         over
-    )
-
-
-def test_every_pending_entry_is_still_over_its_limit() -> None:
-    over = _oversized()
-    done = sorted(PENDING_OTHER_BRANCHES - set(over))
-    assert not done, (
-        f"no longer over the limit (or gone): {done}; remove them from PENDING_OTHER_BRANCHES"
     )
 
 
