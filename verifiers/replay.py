@@ -16,8 +16,8 @@ timings in it, or a record whose environment messages were edited), the outcome 
 and the reward is still the replay's. Otherwise the record is *not re-scorable*, with the
 reason: the environment asked for a call the record does not have (a timeout in the original
 run, a non-deterministic environment), or stopped before using all of them. A record whose
-rollout ended with an infrastructure error after its last model call (reward ``None``) replays
-exactly to the same unscored end.
+rollout ended with an infrastructure error (an endpoint, a sandbox: not the model's answer)
+replays to the same unscored end (reward ``None``), as the evaluation leaves such a rollout.
 """
 
 from __future__ import annotations
@@ -178,13 +178,19 @@ def _first_difference(a: list[Any], b: list[Any]) -> int:
     return min(len(a), len(b))
 
 
+def _infra_error(record: Mapping[str, Any]) -> bool:
+    """Whether the record's rollout ended on an error that is not the model's answer."""
+    error = record.get("error")
+    if not error:
+        return False
+    kind = error.get("type") if isinstance(error, Mapping) else type(error).__name__
+    return kind not in _MODEL_OUTPUT_ERRORS
+
+
 def _judge(record: Mapping[str, Any], state: State, client: _ReplayClient) -> str | None:
     """Why the replay of ``record`` is not exact (``None`` when it is)."""
     used = len(client.calls) - (1 if client.exhausted else 0)
-    error = record.get("error")
-    kind = error.get("type") if isinstance(error, Mapping) else None
-    infra_end = kind is not None and kind not in _MODEL_OUTPUT_ERRORS
-    if client.exhausted and not (infra_end and used == client.recorded):
+    if client.exhausted and not (_infra_error(record) and used == client.recorded):
         return (
             f"the environment asked for model call {client.recorded + 1}; the record holds "
             f"{client.recorded} (the original run may have stopped on a timeout, or the "
@@ -242,8 +248,10 @@ async def replay_records(
         await env._run_states(states, score=True, semaphore=gate, group=True)
         for i, state, client in zip(indices, states, clients, strict=True):
             reason = _judge(records[i], state, client)
-            if reason is None and client.exhausted:
-                # replayed to the original's unscored end: keep its error, no reward
+            if reason is None and _infra_error(records[i]):
+                # the original ended on an infrastructure error (an endpoint, a sandbox): the
+                # evaluation leaves such a rollout unscored, and so does its replay, whether or
+                # not the failure recurs (a claimed reward for it is not confirmed)
                 state["error"] = records[i].get("error")
                 state["reward"] = None
             if reason is None:

@@ -383,42 +383,55 @@ def test_forged_runs_are_never_listed_re_scored_or_gold(own_hub: Hub) -> None:
 STATE_ENV = """
 import verifiers as vf
 
+
+class Counted(vf.SingleTurnEnv):
+    async def setup_state(self, state):
+        state["checked"] = 1  # a state field the record does not keep
+        return await super().setup_state(state)
+
+
 def load_environment(**kwargs):
     rows = [{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": "6"}]
 
-    def exact(completion, answer) -> float:
-        return float(completion[-1]["content"] == answer)
+    def exact(completion, answer, state) -> float:
+        return float(completion[-1]["content"] == answer) * state["checked"]
 
-    def tool_calls_made(state) -> float:
-        return float(state["tool_calls_made"])  # a state field the record does not keep
-
-    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact, tool_calls_made],
-                                                          weights=[1.0, 0.0]), **kwargs)
+    return Counted(dataset=rows, rubric=vf.Rubric(funcs=[exact]), **kwargs)
 """
 
 
-def test_a_rubric_that_reads_state_the_records_lack_is_not_re_scorable(own_hub: Hub) -> None:
-    """A record whose rubric needs an input it lacks is "not re-scorable", never "mismatch"
-    and never "re-scored"; a record that saved the field (``--state-columns``) is computed."""
+def test_a_rubric_that_reads_state_is_re_scored_by_replay_and_a_broken_record_is_not(
+    own_hub: Hub,
+) -> None:
+    """The worker replays each record (the environment runs again with the recorded answers),
+    so a rubric reading a state field the record lacks is re-scored exactly, and a state
+    column the pusher added cannot change the verdict; a record the environment cannot replay
+    (more model answers than it asks for) is "not re-scorable", never "mismatch" or
+    "re-scored"."""
     hub = own_hub
     owner, token, name, sha = _published(hub, "statey", module_body=STATE_ENV)
-    lacking = _meta(name, sha, model="lacking")
-    assert _put(hub.url, token, lacking, _body(lacking, _honest())).status_code == 201
-    saved = _meta(name, sha, model="saved")
-    recs = [{**r, "tool_calls_made": 1} for r in _honest()]
-    assert _put(hub.url, token, saved, _body(saved, recs)).status_code == 201
+    plain = _meta(name, sha, model="plain")
+    assert _put(hub.url, token, plain, _body(plain, _honest())).status_code == 201
+    forged = _meta(name, sha, model="forged-column")
+    recs = [{**r, "checked": 0} for r in _honest()]  # a column claiming another state
+    assert _put(hub.url, token, forged, _body(forged, recs)).status_code == 201
+    broken = _meta(name, sha, model="broken")
+    extra = {"role": "assistant", "content": "and again"}
+    recs = [{**r, "completion": [*r["completion"], extra]} for r in _honest()]
+    assert _put(hub.url, token, broken, _body(broken, recs)).status_code == 201
     service, worker = _worker(hub)
     try:
-        _drain(worker, {("rescore", _result_id(hub, lacking["run_id"])),
-                        ("rescore", _result_id(hub, saved["run_id"]))})  # fmt: skip
+        _drain(worker, {("rescore", _result_id(hub, m["run_id"])) for m in (plain, forged, broken)})
     finally:
         service.engine.dispose()
-    row, page = _listed(hub, owner, name, lacking["run_id"])
+    for meta in (plain, forged):
+        row, _ = _listed(hub, owner, name, meta["run_id"])
+        assert row["provenance"] == "re-scored", row
+        assert row["rescore"]["agreed"] == 2 and row["avg_reward"] == pytest.approx(1.0)
+    row, page = _listed(hub, owner, name, broken["run_id"])
     assert row["provenance"] == "not re-scorable", row
     assert row["rescore"]["unscorable"] == 2 and row["rescore"]["mismatches"] == 0
     assert 'id="rescore-unscorable"' in page and _provenance_on_page(page) == "not re-scorable"
-    row, _ = _listed(hub, owner, name, saved["run_id"])
-    assert row["provenance"] == "re-scored", row
 
 
 def test_owners_and_admins_hide_or_delete_runs_submitters_delete_their_own(hub: Hub) -> None:
