@@ -161,6 +161,11 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
 
     def started(path: Path | None) -> None:
         run_dir[0] = path
+        if progress is not None and path is not None and o.resume:
+            from verifiers.results import RESULTS_FILE, read_records
+
+            # the run has started: results.jsonl holds exactly the rollouts it keeps
+            progress.resumed(read_records(path / RESULTS_FILE))
 
     async def run() -> vf.EvalResult:
         try:

@@ -79,6 +79,21 @@ class Progress:
         if self.progress is not None:
             self.progress.start()
 
+    def resumed(self, records: list[dict[str, Any]]) -> None:
+        """A resumed run's earlier rollouts: counted in the reward and errors shown, so that
+        the last line gives the same reward as the summary of the whole run."""
+        with self._lock:
+            for record in records:
+                self._count(record)
+            if self.progress is not None:
+                self.progress.update(self.task, reward=self._avg(), errors=self.errors)
+
+    def _count(self, record: dict[str, Any]) -> None:
+        if record.get("reward") is not None:
+            self.rewards.append(float(record["reward"]))
+        if record.get("error") or (record.get("reward_errors") and record.get("reward") is None):
+            self.errors += 1  # errored, or left without a reward by a reward function
+
     def set_total(self, done: int, total: int) -> None:
         """The run is planned: ``done`` of ``total`` rollouts (a resumed run's) exist. The bar
         shows the total at once; off a terminal the periodic lines start."""
@@ -147,12 +162,7 @@ class Progress:
 
     def update(self, done: int, total: int, record: dict[str, Any]) -> None:
         with self._lock:
-            if record.get("reward") is not None:
-                self.rewards.append(float(record["reward"]))
-            if record.get("error") or (
-                record.get("reward_errors") and record.get("reward") is None
-            ):
-                self.errors += 1  # errored, or left without a reward by a reward function
+            self._count(record)
             self._done, self._total = done, total
             if self.progress is not None:
                 self.progress.update(
