@@ -22,8 +22,8 @@ import re
 import sqlite3
 import threading
 import time
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
