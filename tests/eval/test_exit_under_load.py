@@ -35,11 +35,13 @@ def test_a_process_that_used_the_pools_exits_within_seconds_under_load(busy_core
             line = proc.stdout.readline()  # the script's last statement has run
             finished = time.monotonic()
             assert line == "done\n", line + proc.communicate(timeout=60)[1]
-            proc.wait(timeout=20)  # the bound: interpreter exit with both cores busy
+            # the bound: interpreter exit with both cores busy, and the output pipes closed
+            # (the forkserver and resource tracker hold them too: a reader waits for them)
+            _, err = proc.communicate(timeout=20)
             took = time.monotonic() - finished
         finally:
             if proc.poll() is None:
                 proc.kill()
-            _, err = proc.communicate()
+                proc.communicate()
     assert proc.returncode == 0, err
     assert took < 20
