@@ -19,7 +19,7 @@ from typer.core import TyperCommand
 from cli import eval_flags as flags
 from cli._common import CLIError, handle_errors
 from cli.eval_flags import EvalOptions, cache_arg, check_counts, concurrency_arg, json_arg
-from cli.eval_inputs import load_env, model_client, ray_executor
+from cli.eval_inputs import endpoint_failure, load_env, model_client, ray_executor
 from cli.eval_report import Progress, finish_run, run_with_progress, show_result
 
 HELP = (
@@ -155,12 +155,17 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
     }
     if concurrency is not None:
         given["max_concurrent"] = concurrency
-    client, endpoint, model_name = model_client(o)
+    client, endpoint, model_name = model_client(o, cached=cache is not None)
     executor = ray_executor(o, env_kwargs) if o.ray_address else None
     progress = None if o.as_json else Progress(o.env_id, model_name)
 
     def started(path: Path | None) -> None:
         run_dir[0] = path
+        if progress is not None and path is not None and o.resume:
+            from verifiers.results import RESULTS_FILE, read_records
+
+            # the run has started: results.jsonl holds exactly the rollouts it keeps
+            progress.resumed(read_records(path / RESULTS_FILE))
 
     async def run() -> vf.EvalResult:
         try:
@@ -189,7 +194,11 @@ def _execute(o: EvalOptions, run_dir: list[Path | None]) -> Any:
             await client.close()
             await env.close()
 
-    return run_with_progress(run, progress, lambda: _interrupted(run_dir[0]))
+    result = run_with_progress(run, progress, lambda: _interrupted(run_dir[0]))
+    failure = endpoint_failure(client)  # --cache: the endpoint was down when a call needed it
+    if failure is not None:
+        raise failure
+    return result
 
 
 def _interrupted(run_dir: Path | None) -> CLIError:

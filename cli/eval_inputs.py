@@ -131,20 +131,59 @@ def resolve_endpoint(
     return EndpointConfig(model=model, base_urls=[url], api_key_var=var, alias=model)
 
 
-def model_client(o: EvalOptions) -> tuple[Any, str | None, str]:
-    """(client, endpoint URLs for the metadata, model name) for ``-m``."""
+def model_client(o: EvalOptions, cached: bool = False) -> tuple[Any, str | None, str]:
+    """(client, endpoint URLs for the metadata, model name) for ``-m``. A wrong URL fails
+    now, not after a run of retries; with the response cache (``cached``) an endpoint that
+    does not answer is only a warning, as the answers may all be cached: it is checked again
+    at the first model call, and :func:`endpoint_failure` names it if that call failed."""
+    import functools
+
     import verifiers as vf
+    from verifiers.errors import EndpointError
 
     if o.model == "oracle":
         return vf.OracleClient(), None, "oracle"
     ep = resolve_endpoint(o.model, o.api_base_url, o.api_key_var, o.endpoints_path)
     from verifiers.clients.probe import probe_endpoint
 
-    for url in ep.base_urls:  # a wrong URL fails now, not after a run of retries
-        probe_endpoint(url, ep.api_key())
+    down: list[int] = []
+    for i, url in enumerate(ep.base_urls):
+        try:
+            probe_endpoint(url, ep.api_key())
+        except EndpointError as e:
+            if not cached:
+                raise
+            down.append(i)
+            print(
+                f"warning: {e}\nwarning: going on with the response cache (--cache): the run "
+                "fails at the first answer that is not cached",
+                file=sys.stderr,
+            )
     retry = vf.RetryPolicy(max_retries=o.max_retries)
     client = ep.pool(timeout=o.timeout, retry=retry, client_type=o.api_client_type)
+    if down:
+        from verifiers.response_cache import EndpointCheckedClient
+
+        for i in down:
+            check = functools.partial(probe_endpoint, ep.base_urls[i], ep.api_key())
+            client.clients[i] = EndpointCheckedClient(client.clients[i], check)
     return client, ",".join(ep.base_urls), ep.model
+
+
+def endpoint_failure(client: Any) -> CLIError | None:
+    """The error of an endpoint that was down when a cached run needed a model call (see
+    :func:`model_client`), as the up-front check would have reported it."""
+    from verifiers.response_cache import EndpointCheckedClient
+
+    for c in getattr(client, "clients", ()):
+        if isinstance(c, EndpointCheckedClient) and c.error is not None:
+            return CLIError(
+                str(c.error),
+                hint="the answers that were cached were used; start the server, then run "
+                "the command again to make the model calls that are missing",
+                exit_code=1,
+            )
+    return None
 
 
 def ray_executor(o: EvalOptions, env_kwargs: dict[str, Any]) -> Any:

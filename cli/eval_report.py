@@ -79,6 +79,21 @@ class Progress:
         if self.progress is not None:
             self.progress.start()
 
+    def resumed(self, records: list[dict[str, Any]]) -> None:
+        """A resumed run's earlier rollouts: counted in the reward and errors shown, so that
+        the last line gives the same reward as the summary of the whole run."""
+        with self._lock:
+            for record in records:
+                self._count(record)
+            if self.progress is not None:
+                self.progress.update(self.task, reward=self._avg(), errors=self.errors)
+
+    def _count(self, record: dict[str, Any]) -> None:
+        if record.get("reward") is not None:
+            self.rewards.append(float(record["reward"]))
+        if record.get("error") or (record.get("reward_errors") and record.get("reward") is None):
+            self.errors += 1  # errored, or left without a reward by a reward function
+
     def set_total(self, done: int, total: int) -> None:
         """The run is planned: ``done`` of ``total`` rollouts (a resumed run's) exist. The bar
         shows the total at once; off a terminal the periodic lines start."""
@@ -147,12 +162,7 @@ class Progress:
 
     def update(self, done: int, total: int, record: dict[str, Any]) -> None:
         with self._lock:
-            if record.get("reward") is not None:
-                self.rewards.append(float(record["reward"]))
-            if record.get("error") or (
-                record.get("reward_errors") and record.get("reward") is None
-            ):
-                self.errors += 1  # errored, or left without a reward by a reward function
+            self._count(record)
             self._done, self._total = done, total
             if self.progress is not None:
                 self.progress.update(
@@ -219,9 +229,13 @@ def print_summary(result: Any) -> None:
         f"{s['num_rollouts']} ({plural(meta['num_examples'], 'example')} x "
         f"{meta['rollouts_per_example']})",
     )
-    table.add_row("reward (mean ± s.e.)", f"{_fmt(s['avg_reward'])} ± {_fmt(s['reward_stderr'])}")
+    scored = s.get("num_scored", s["num_rollouts"])
+    of = f" of {scored} scored" if scored != s["num_rollouts"] else ""
+    table.add_row(
+        f"reward (mean{of} ± s.e.)", f"{_fmt(s['avg_reward'])} ± {_fmt(s['reward_stderr'])}"
+    )
     for k, v in s["pass_at_k"].items():
-        table.add_row(f"pass@{k}", _fmt(v))
+        table.add_row(f"pass@{k}" + (f" ({scored} scored)" if of else ""), _fmt(v))
     for name, v in s["metrics"].items():
         table.add_row(f"  {name}", _fmt(v))
     types = dict(s["error_types"])
@@ -235,11 +249,7 @@ def print_summary(result: Any) -> None:
         table.add_row("reward function errors", f"{s['num_reward_errors']} ({funcs})")
     failures = s.get("request_failures") or {}
     if failures:
-        detail = ", ".join(f"{k}: {v}" for k, v in sorted(failures.items()))
-        table.add_row(
-            "failed requests (retried)",
-            f"{sum(v for k, v in failures.items() if k != 'gave_up')} ({detail})",
-        )
+        table.add_row("failed requests", _request_failures(failures))
     cache = s.get("cache")
     if cache:
         table.add_row("response cache (hits / misses)", f"{cache['hits']} / {cache['misses']}")
@@ -267,6 +277,8 @@ def print_summary(result: Any) -> None:
             f"{ex.get('replaced_workers', 0)} replaced, {ex.get('reruns', 0)} groups re-run",
         )
     console.print(table)
+    for note in s.get("notes") or ():
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     for kind, message in (s.get("first_errors") or {}).items():
         first_line = (message or "").strip().splitlines()[0] if message else ""
         console.print(f"first {kind}: {first_line}", markup=False, highlight=False, soft_wrap=True)
@@ -281,6 +293,22 @@ def print_summary(result: Any) -> None:
         )
     if result.path:
         console.print(f"results: {result.path}", markup=False, highlight=False)
+
+
+def _request_failures(failures: dict[str, int]) -> str:
+    """``request_failures`` in words: each failed request once, by kind (``gave_up`` is not a
+    kind: it counts the failures after which the client stopped, the rest were retried)."""
+    by_kind = {k: v for k, v in sorted(failures.items()) if k != "gave_up"}
+    total = sum(by_kind.values())
+    gave_up = int(failures.get("gave_up", 0))
+    kinds = ", ".join(f"{k}: {v}" for k, v in by_kind.items())
+    if not gave_up:
+        fate = "all retried"
+    elif gave_up == total:
+        fate = "none retried"
+    else:
+        fate = f"{total - gave_up} retried, {gave_up} given up"
+    return f"{total} ({kinds}), {fate}"
 
 
 def _text(content: Any) -> str:

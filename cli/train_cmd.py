@@ -135,7 +135,12 @@ def train_command(
             file=sys.stderr,
             flush=True,
         )
-    history = run_async(trainer.run())
+    try:
+        history = run_async(trainer.run())
+    except KeyboardInterrupt:
+        if rank != 0:
+            raise SystemExit(130) from None
+        raise _interrupted(trainer.step, trainer.checkpoint) from None
     if rank != 0:
         return
     last = history[-1]
@@ -168,6 +173,27 @@ def _torchrun(
         cmd.append("--no-resume")
     cmd += extra or []
     return subprocess.call(cmd)
+
+
+def _interrupted(step: int, checkpoint: Path | None) -> CLIError:
+    """Ctrl-C: the one message, naming the checkpoint the run stopped at and the command
+    that resumes from it (this one, without --no-resume)."""
+    import shlex
+
+    args = [a for a in sys.argv[1:] if a != "--no-resume"]
+    if args[:1] != ["train"]:
+        args = ["train", *args]
+    if checkpoint is None:
+        return CLIError(
+            f"interrupted at step {step}, before the first checkpoint: nothing was saved",
+            hint=f"start again with: vf {shlex.join(args)}",
+            exit_code=130,
+        )
+    return CLIError(
+        f"interrupted after step {step}: saved the checkpoint {checkpoint}",
+        hint=f"resume with: vf {shlex.join(args)}",
+        exit_code=130,
+    )
 
 
 def _printer(total: int) -> Any:

@@ -90,3 +90,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     import faulthandler
 
     faulthandler.dump_traceback_later(120, exit=True)
+
+
+@pytest.fixture
+def busy_cores() -> object:
+    """Two busy loops (``yes > /dev/null``) holding the cores, as on a loaded two-core
+    machine; stopped after the test."""
+    import subprocess
+
+    loops = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(2)]
+    yield loops
+    for p in loops:
+        p.kill()
+        p.wait()

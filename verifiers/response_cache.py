@@ -13,6 +13,7 @@ samples from the current policy and refuses a caching client.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import hashlib
 import json
@@ -21,16 +22,18 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from verifiers.clients.base import Client
-from verifiers.errors import ConfigError
+from verifiers.errors import ConfigError, EndpointError
 from verifiers.types import Messages, MessageType, ModelResponse, SamplingArgs, Usage
 
 __all__ = [
     "CachingClient",
+    "EndpointCheckedClient",
     "ResponseCache",
     "current_rollout_index",
     "default_cache_dir",
@@ -276,6 +279,50 @@ class CachingClient(Client):
         if isinstance(response, ModelResponse):  # a classic client's answer is not stored
             self.cache.put(key, self.endpoint, model, response)
         return response
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class EndpointCheckedClient(Client):
+    """A client whose endpoint did not answer when a cached run started: a run answered from
+    the cache may never need it. Before the first model call (a cache miss) ``check()`` runs
+    again (it raises :class:`EndpointError` while the endpoint is down); after a failed check
+    every call fails at once with that error, kept in :attr:`error`."""
+
+    def __init__(self, inner: Client, check: Callable[[], None]) -> None:
+        self.inner = inner
+        self.check = check
+        self.error: EndpointError | None = None
+        self._checked = False
+        self._lock = asyncio.Lock()
+
+    @property
+    def stats(self) -> dict[str, int]:  # the request-failure counters of the wrapped client
+        return dict(getattr(self.inner, "stats", None) or {})
+
+    async def get_response(
+        self,
+        prompt: Messages | str,
+        model: str,
+        *,
+        sampling_args: SamplingArgs | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        message_type: MessageType = "chat",
+    ) -> ModelResponse:
+        if not self._checked:
+            async with self._lock:
+                if not self._checked:
+                    try:
+                        await asyncio.to_thread(self.check)
+                    except EndpointError as e:
+                        self.error = e
+                    self._checked = True
+        if self.error is not None:
+            raise EndpointError(str(self.error))
+        return await self.inner.get_response(
+            prompt, model, sampling_args=sampling_args, tools=tools, message_type=message_type
+        )
 
     async def close(self) -> None:
         await self.inner.close()

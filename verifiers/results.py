@@ -29,6 +29,7 @@ __all__ = [
     "config_hash",
     "pass_at_k",
     "read_records",
+    "scoring_notes",
     "state_to_record",
     "summarize",
     "write_json_atomic",
@@ -254,10 +255,28 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def scoring_notes(num_rollouts: int, num_scored: int) -> list[str]:
+    """What the reward mean and pass@k count, when some rollouts have no reward: both are over
+    the scored rollouts only (an errored rollout is neither a 0 nor a failure there)."""
+    unscored = num_rollouts - num_scored
+    if not unscored:
+        return []
+    word = "rollout has" if unscored == 1 else "rollouts have"
+    return [
+        f"reward (mean) and pass@k count the {num_scored} scored rollouts only: "
+        f"{unscored} errored {word} no reward and {'is' if unscored == 1 else 'are'} left out "
+        "(not counted as 0 or as failures)"
+    ]
+
+
 def summarize(
     records: Sequence[dict[str, Any]], rollouts_per_example: int, pass_threshold: float = 0.5
 ) -> dict[str, Any]:
-    """Counts, averages, standard error, pass@k for k = 1..rollouts_per_example, usage."""
+    """Counts, averages, standard error, pass@k for k = 1..rollouts_per_example, usage.
+
+    ``avg_reward``, its standard error and ``pass_at_k`` are over the ``num_scored`` rollouts
+    that have a reward (pass@k: per example, over its scored rollouts, averaged over examples);
+    ``notes`` says so in words when some rollouts are unscored."""
     rewards = [float(r["reward"]) for r in records if r.get("reward") is not None]
     errored = [r for r in records if r.get("error")]
     error_types = Counter(str(r["error"].get("type", "error")) for r in errored)
@@ -312,6 +331,7 @@ def summarize(
     return {
         "num_rollouts": len(records),
         "num_scored": len(rewards),
+        "notes": scoring_notes(len(records), len(rewards)),
         "num_errors": len(errored),
         "error_types": dict(error_types),
         "first_errors": first_errors,

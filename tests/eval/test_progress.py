@@ -3,9 +3,12 @@ finishes (slow rollouts), on a terminal a bar whose total is known before the fi
 
 from __future__ import annotations
 
+import importlib
 import io
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +118,41 @@ async def test_evaluate_reports_each_concurrency_level_of_c_auto() -> None:
     # it rises while the oracle keeps up (and may step back when the machine is slow)
     assert len(levels) > 1 and levels[-1] == result.metadata["concurrency"]["final"]
     assert max(levels) == result.metadata["concurrency"]["peak"] <= 8
+
+
+def test_after_resume_the_last_progress_line_counts_the_earlier_rollouts(
+    classic_envs_path: Path, tmp_path: Path
+) -> None:
+    """The first run answers wrongly and loses two rollouts to HTTP 500s; the resumed run
+    re-runs those two with right answers. Its last progress line must give the reward of the
+    whole run (the summary's), not the mean of the two new rollouts."""
+    import contextlib
+    import json
+
+    from tests.clirun import run_cli
+    from verifiers.testing import OpenAITestServer
+
+    solve = importlib.import_module("responders").solve  # on the path: classic_envs_path
+    answer_right = False
+
+    def responder(request: dict[str, Any]) -> Any:
+        return solve(request) if answer_right else "I do not know."
+
+    out = tmp_path / "run"
+    with OpenAITestServer(responder=responder, fault_sequence=["500", "500"]) as server:
+        args = ["classic_single", "-m", "toy", "-b", server.base_url, "-n", "6", "-r", "1"]
+        args += ["-c", "1", "--max-retries", "0", "-o", str(out), "--samples", "0"]
+        with contextlib.chdir(tmp_path):
+            first = run_cli(*args, prog="vf-eval")
+            assert first.returncode == 0, first.stderr
+            assert json.loads((out / "metadata.json").read_text())["summary"]["num_errors"] == 2
+            answer_right = True
+            resumed = run_cli(*args, "--resume", prog="vf-eval")
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((out / "metadata.json").read_text())["summary"]
+    assert summary["num_rollouts"] == 6 and summary["num_errors"] == 0
+    assert summary["avg_reward"] < 0.5  # four wrong answers, two right ones (1.2 each)
+    last = _progress_lines(resumed.stderr)[-1]
+    assert last.startswith(
+        f"classic_single · toy: 6/6 rollouts, reward {summary['avg_reward']:.3f}, errors 0, "
+    ), last

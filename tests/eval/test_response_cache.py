@@ -302,3 +302,45 @@ def test_vf_eval_cache_rerun_makes_no_requests(classic_envs_path: Path, tmp_path
             timeout=240,
         )
     assert bad.returncode == 2 and "--cache '7x' is not a duration" in bad.stderr
+
+
+def test_a_cached_rerun_needs_no_endpoint_and_a_miss_names_the_dead_one(
+    classic_envs_path: Path, tmp_path: Path
+) -> None:
+    """The model server is gone on the second run: every answer is cached, so the run
+    completes (a warning, not the up-front endpoint error); a run that needs one more answer
+    fails with the endpoint error itself."""
+    from verifiers.testing.server import ServerProcess
+
+    exe = str(Path(sys.executable).parent / "vf-eval")
+    environ = {**os.environ, "VF_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(url: str, n: str) -> subprocess.CompletedProcess[str]:
+        args = [exe, "classic_single", "-m", "x", "-b", url, "-n", n, "-r", "2", "--json"]
+        return subprocess.run(
+            [*args, "--cache"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=240,
+        )
+
+    with ServerProcess(responder="responders:solve") as server:
+        url = server.base_url
+        first = run(url, "3")
+        assert first.returncode == 0, first.stderr
+    again = run(url, "3")  # the server is stopped
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)["summary"]
+    assert summary["cache"] == {"hits": 6, "misses": 0} and summary["num_errors"] == 0
+    assert summary["avg_reward"] == json.loads(first.stdout)["summary"]["avg_reward"]
+    assert "warning: cannot connect to the model endpoint" in again.stderr
+    more = run(url, "4")  # two rollouts are not cached
+    assert more.returncode == 1, more.stdout + more.stderr
+    assert "Traceback" not in more.stderr and more.stdout == ""
+    error = [line for line in more.stderr.splitlines() if not line.startswith("warning:")]
+    assert any(
+        line.startswith("error: cannot connect to the model endpoint") and url in line
+        for line in error
+    ), more.stderr

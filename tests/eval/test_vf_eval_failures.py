@@ -3,6 +3,7 @@ unset key variable, an unknown alias; and shows what a user expects (samples, pr
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -299,3 +300,42 @@ def test_a_raising_reward_function_is_named_with_its_message_and_fails_the_run(
     )
     summary = json.loads((tmp_path / "run" / "metadata.json").read_text())["summary"]
     assert summary["num_failed"] == 2 and summary["num_reward_errors"] == 2
+
+
+def test_the_summary_says_what_each_figure_counts_when_rollouts_errored(
+    classic_envs_path: Path, tmp_path: Path
+) -> None:
+    """--max-retries 0 and 4 of 20 rollouts lost to HTTP 500s: nothing was retried (the row
+    says so, counting each failed request once), and the reward mean and pass@k name the 16
+    scored rollouts they are over, the same in the table, --json and metadata.json."""
+    import contextlib
+
+    from tests.clirun import run_cli
+    from verifiers.testing import OpenAITestServer
+
+    solve = importlib.import_module("responders").solve  # on the path: classic_envs_path
+    runs = []
+    for extra in ([], ["--json"]):
+        out = tmp_path / f"run{len(runs)}"
+        with (
+            OpenAITestServer(responder=solve, fault_sequence=["500"] * 4) as server,
+            contextlib.chdir(tmp_path),
+        ):
+            args = ["classic_single", "-m", "toy", "-b", server.base_url, "-n", "10", "-r", "2"]
+            args += ["-c", "1", "--max-retries", "0", "-o", str(out), "--samples", "0", *extra]
+            runs.append(run_cli(*args, prog="vf-eval"))
+        assert runs[-1].returncode == 0, runs[-1].stderr
+    table, as_json = runs
+    meta = json.loads((tmp_path / "run0" / "metadata.json").read_text())["summary"]
+    summary = json.loads(as_json.stdout)["summary"]
+    assert meta["num_scored"] == summary["num_scored"] == 16
+    assert meta["request_failures"] == {"http_500": 4, "gave_up": 4}
+    [note] = summary["notes"]
+    assert meta["notes"] == [note]
+    assert "16 scored rollouts" in note and "4 errored rollouts" in note and "pass@k" in note
+    text = table.stdout
+    assert "reward (mean of 16 scored ± s.e.)" in text and "pass@1 (16 scored)" in text
+    assert f"note: {note}" in text
+    row = next(line for line in text.splitlines() if "failed requests" in line)
+    assert "4 (http_500: 4), none retried" in row, row
+    assert "retried)" not in text and "gave_up" not in text

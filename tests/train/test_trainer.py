@@ -457,3 +457,52 @@ async def test_a_batch_whose_groups_all_scored_alike_is_a_step_without_an_update
     assert len(said) == 1 and said[0].startswith("step 2: nothing to learn"), said
     assert "all 64 groups drawn had the same reward in every rollout" in said[0]
     assert "2 were sampled by weights too many steps old" in said[0]
+
+
+def test_ctrl_c_in_vf_train_says_interrupted_once_with_the_checkpoint_and_resume_command(
+    tmp_path: Path,
+) -> None:
+    """SIGINT to a running ``vf train``: exit 130 and one message (not the trainer's log line
+    and the CLI's "interrupted" both) naming the checkpoint written and the command that
+    resumes from it (without --no-resume, which would start over)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "run"
+    cfg = tmp_path / "train.toml"
+    cfg.write_text(
+        "[env]\nfactory = 'tests.train.toy_env:load_environment'\n"
+        "[rollouts]\nrollouts_per_example = 2\ngroups_per_batch = 1\nmax_tokens = 2\n"
+        "filter_zero_variance = false\n"
+        f"[train]\nsteps = 1000\nseq_len = 64\noutput_dir = '{out}'\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "train", str(cfg), "--no-resume"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not ((out / "metrics.jsonl").is_file() and _metrics(out)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)  # polling for the first step, not synchronising
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stdout + stderr
+    assert stderr.count("interrupted") == 1, stderr
+    [step] = [int(p.name.removeprefix("step_")) for p in (out / "checkpoints").iterdir()]
+    line = next(line for line in stderr.splitlines() if "interrupted" in line)
+    assert (
+        f"interrupted after step {step}: saved the checkpoint {out}/checkpoints/step_{step}" in line
+    )
+    assert f"resume with: vf train {cfg})" in line and "--no-resume" not in line

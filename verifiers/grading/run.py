@@ -13,20 +13,23 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
+import threading
 import time
 import types
 import unittest
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from verifiers.grading.remote import GradingClient, NotPlainValue, ProgramAborted, Remote
 from verifiers.sandbox import Sandbox, SandboxProcess
 
 __all__ = ["Outcome", "run_test_code", "run_unittest_modules", "worker_source"]
 
+P = ParamSpec("P")
+T = TypeVar("T")
 Status = Literal["passed", "failed", "error", "timeout"]
 
 
@@ -42,10 +45,37 @@ def worker_source() -> str:
     return (Path(__file__).with_name("_worker.py")).read_text("utf-8")
 
 
+class _DaemonThreads(Executor):
+    """Each call on a daemon thread, at most ``max_threads`` running at once (later ones wait
+    for a slot). Not a ``ThreadPoolExecutor``: the interpreter joins those threads at exit, so
+    a test still running (a loop the abort cannot reach) kept the process from exiting at all;
+    a daemon thread does not."""
+
+    def __init__(self, max_threads: int) -> None:
+        self._slots = threading.BoundedSemaphore(max_threads)
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+
+        def target() -> None:
+            with self._slots:
+                if not future.set_running_or_notify_cancel():
+                    return  # cancelled while it waited for a slot
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as e:  # handed to whoever waits on the future
+                    future.set_exception(e)
+                else:
+                    future.set_result(result)
+
+        threading.Thread(target=target, name="vf-grading", daemon=True).start()
+        return future
+
+
 @functools.cache
-def _executor() -> ThreadPoolExecutor:
+def _executor() -> Executor:
     # test code blocks on the sandbox most of the time: many threads, little CPU
-    return ThreadPoolExecutor(max_workers=64, thread_name_prefix="vf-grading")
+    return _DaemonThreads(64)
 
 
 async def _spawn_worker(sandbox: Sandbox, cwd: str | None) -> SandboxProcess:

@@ -25,7 +25,8 @@ TensorBoard (``train.tensorboard``, ``OUTPUT_DIR/tensorboard``) and to the ``on_
 callback; checkpoints (Hugging Face weights, tokenizer, optimizer, data order) go to
 ``OUTPUT_DIR/checkpoints/step_N`` and a run with ``resume = true`` continues from the latest.
 An interrupted run (Ctrl-C, or the task running :meth:`Trainer.run` cancelled) finishes the
-optimizer step under way, saves a checkpoint and then stops.
+optimizer step under way, saves a checkpoint (``Trainer.checkpoint``: the newest) and then
+stops; the caller tells the user (``vf train`` prints one line with the resume command).
 
 What the trainer loads from its config (device, dtypes, model, environment) is
 :mod:`verifiers.train.model_loading`; the sampling arguments and the rollout source's settings
@@ -128,6 +129,7 @@ class Trainer:
         self.output_dir = Path(config.train.output_dir)
         self.step = 0
         self._saved_step = 0  # the step of the newest checkpoint
+        self.checkpoint: Path | None = None  # the newest checkpoint (written or resumed from)
         self.skipped_batches = 0  # batches with no usable group: not trained, not counted
         self._resume_from = latest_checkpoint(self.output_dir) if config.train.resume else None
         random.seed(config.model.seed)
@@ -273,7 +275,9 @@ class Trainer:
                 interrupted = await self._loop_turn(history, in_thread)
             if interrupted and self.step > self._saved_step:
                 path = await self._in_thread(self.save_checkpoint)
-                logger.warning("interrupted: saved %s; run again to resume", path)
+                # not a warning: the caller says it (vf train names this checkpoint and the
+                # command that resumes; ``self.checkpoint`` holds it)
+                logger.info("interrupted: saved %s; run again to resume", path)
             status = "interrupted" if interrupted or self._cancelled else "completed"
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "interrupted"
@@ -557,6 +561,7 @@ class Trainer:
         Every rank calls it (gathering is collective); rank 0 writes."""
         self._saved_step = self.step
         path = self.output_dir / "checkpoints" / f"step_{self.step}"
+        self.checkpoint = path
         weights = full_model_state(self.model, self.dist)
         learner_state = self.learner.state_dict()
         if self.dist.is_main:
@@ -598,6 +603,7 @@ class Trainer:
         if "config" in state:
             self._check_resumable(path, state["config"])
         self.step = self._saved_step = int(state["step"])
+        self.checkpoint = path
         t = self.config.train
         self.learner.load_state_dict(
             state, lr_overrides={"betas": t.betas, "weight_decay": t.weight_decay}
