@@ -39,6 +39,27 @@ from verifiers.model_types import (
 )
 
 if TYPE_CHECKING:
+    from verifiers.classic.models import ClientConfig as ClientConfig
+    from verifiers.classic.models import ContentPart as ContentPart
+    from verifiers.classic.models import CustomBaseModel as CustomBaseModel
+    from verifiers.classic.models import EndpointClientConfig as EndpointClientConfig
+    from verifiers.classic.models import EvalConfig as EvalConfig
+    from verifiers.classic.models import EvalRunConfig as EvalRunConfig
+    from verifiers.classic.models import GenericContentPart as GenericContentPart
+    from verifiers.classic.models import ImageUrlContentPart as ImageUrlContentPart
+    from verifiers.classic.models import ImageUrlSource as ImageUrlSource
+    from verifiers.classic.models import InputAudioContentPart as InputAudioContentPart
+    from verifiers.classic.models import InputAudioSource as InputAudioSource
+    from verifiers.classic.models import MessageContent as MessageContent
+    from verifiers.classic.models import Response as Response
+    from verifiers.classic.models import ResponseMessage as ResponseMessage
+    from verifiers.classic.models import ResponseTokens as ResponseTokens
+    from verifiers.classic.models import RolloutTiming as RolloutTiming
+    from verifiers.classic.models import TextContentPart as TextContentPart
+    from verifiers.classic.models import TimeSpan as TimeSpan
+    from verifiers.classic.models import TimeSpans as TimeSpans
+    from verifiers.classic.models import Tool as Tool
+    from verifiers.classic.models import ToolLike as ToolLike
     from verifiers.classic.types import AnthropicThinkingBlock as AnthropicThinkingBlock
     from verifiers.classic.types import BaseRolloutInput as BaseRolloutInput
     from verifiers.classic.types import ClientType as ClientType
@@ -67,27 +88,6 @@ if TYPE_CHECKING:
     from verifiers.classic.types import TrajectoryStepTokens as TrajectoryStepTokens
     from verifiers.classic.types import VersionInfo as VersionInfo
     from verifiers.classic.types import assert_json_serializable as assert_json_serializable
-    from verifiers.classic.models import ClientConfig as ClientConfig
-    from verifiers.classic.models import ContentPart as ContentPart
-    from verifiers.classic.models import CustomBaseModel as CustomBaseModel
-    from verifiers.classic.models import EndpointClientConfig as EndpointClientConfig
-    from verifiers.classic.models import EvalConfig as EvalConfig
-    from verifiers.classic.models import EvalRunConfig as EvalRunConfig
-    from verifiers.classic.models import GenericContentPart as GenericContentPart
-    from verifiers.classic.models import ImageUrlContentPart as ImageUrlContentPart
-    from verifiers.classic.models import ImageUrlSource as ImageUrlSource
-    from verifiers.classic.models import InputAudioContentPart as InputAudioContentPart
-    from verifiers.classic.models import InputAudioSource as InputAudioSource
-    from verifiers.classic.models import MessageContent as MessageContent
-    from verifiers.classic.models import Response as Response
-    from verifiers.classic.models import ResponseMessage as ResponseMessage
-    from verifiers.classic.models import ResponseTokens as ResponseTokens
-    from verifiers.classic.models import RolloutTiming as RolloutTiming
-    from verifiers.classic.models import TextContentPart as TextContentPart
-    from verifiers.classic.models import TimeSpan as TimeSpan
-    from verifiers.classic.models import TimeSpans as TimeSpans
-    from verifiers.classic.models import Tool as Tool
-    from verifiers.classic.models import ToolLike as ToolLike
     from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
 
 __all__ = [

@@ -14,8 +14,8 @@ Registering imports neither the environment module nor the mixin.
 
 from __future__ import annotations
 
-from verifiers.classic.aliases import install as install_paths
 from verifiers.classic import served
+from verifiers.classic.aliases import install as install_paths
 from verifiers.classic.forward import resolve
 from verifiers.extension_points import add_exports, extend_environment, register_name_resolver
 
