@@ -11,7 +11,11 @@ out (they never run). Checked:
   ``verifiers.errors`` and ``verifiers.utils``), or in ``cli/``.
 
 The classic methods of ``Environment`` reach it through :mod:`verifiers.extension_points`:
-``import verifiers`` registers them, the core never imports them.
+``import verifiers`` registers them, the core never imports them. Nor may the core reach the
+classic room by a detour: an import of a 0.3.x module path that the classic room serves
+(``verifiers.clients.client``, :data:`verifiers.classic.aliases.MOVED`) counts as an import of
+the module behind it, and ``from verifiers.types import ClientConfig`` (a name the classic room
+serves, :data:`verifiers.classic.served.SERVED`) as an import of the module defining it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pathlib import Path
 import pytest
 
 import verifiers
+from verifiers.classic.aliases import MOVED
+from verifiers.classic.served import SERVED
 
 ROOT = Path(verifiers.__file__).parent
 REPO = ROOT.parent
@@ -57,10 +63,8 @@ HIGHER_ROOMS = [
 #: the modules among which no import circle is allowed
 ACYCLIC = [*CORE_ROOMS, *DRIVER, "verifiers.loading"]
 
-#: core modules that still import the classic pydantic models (``verifiers.classic.models``)
-#: and ``verifiers.classic.types``: the clients <-> types <-> classic.models circle is being
-#: taken apart separately (issue 35); remove an entry when its module is clean
-CLASSIC_MODELS_PENDING = {"verifiers.clients", "verifiers.clients.client", "verifiers.types"}
+#: module paths the classic room serves (an import of one is an import of its target)
+ALIASES = {f"verifiers.{old}": new for old, new in MOVED.items() if new is not None}
 
 
 def _module_name(path: Path, base: Path) -> str:
@@ -105,6 +109,8 @@ class _Imports(ast.NodeVisitor):
             target = node.module or ""
         self.found.add(target)
         self.found.update(f"{target}.{alias.name}" for alias in node.names)
+        served = SERVED.get(target, {})
+        self.found.update(served[a.name] for a in node.names if a.name in served)
 
 
 def import_graph(package: Path) -> dict[str, set[str]]:
@@ -114,7 +120,8 @@ def import_graph(package: Path) -> dict[str, set[str]]:
     for name, path in modules.items():
         visitor = _Imports(name, path.name == "__init__.py")
         visitor.visit(ast.parse(path.read_text(encoding="utf-8")))
-        graph[name] = {m for m in visitor.found if m in modules and m != name}
+        found = {ALIASES.get(m, m) for m in visitor.found}
+        graph[name] = {m for m in found if m in modules and m != name}
     return graph
 
 
@@ -171,35 +178,13 @@ def _higher_imports(module: str) -> list[str]:
     return sorted(m for m in GRAPH[module] if _in(m, HIGHER_ROOMS))
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(
-            m,
-            marks=pytest.mark.xfail(
-                reason="imports verifiers.classic.models/types (the clients-types circle)",
-                strict=False,
-            ),
-        )
-        if m in CLASSIC_MODELS_PENDING
-        else m
-        for m in CORE_MODULES
-    ],
-)
+@pytest.mark.parametrize("module", CORE_MODULES)
 def test_a_core_module_imports_no_higher_room(module: str) -> None:
     assert _higher_imports(module) == [], f"{module} imports a room above the core"
 
 
 def test_core_and_driver_modules_import_each_other_without_cycles() -> None:
-    found = cycles(_subgraph(GRAPH, ACYCLIC))
-    # the clients <-> types circle (through verifiers.classic.models) is being taken apart
-    # separately (see CLASSIC_MODELS_PENDING); any other circle fails here
-    found = [c for c in found if not set(c) <= {"verifiers.types"} | set(_clients_circle())]
-    assert found == []
-
-
-def _clients_circle() -> list[str]:
-    return [m for m in GRAPH if m.startswith("verifiers.clients")]
+    assert cycles(_subgraph(GRAPH, ACYCLIC)) == []
 
 
 def test_the_classic_room_imports_itself_without_cycles() -> None:
@@ -209,10 +194,7 @@ def test_the_classic_room_imports_itself_without_cycles() -> None:
         "verifiers.utils",
         "verifiers.extension_points",
     ]
-    found = [
-        c for c in cycles(_subgraph(GRAPH, rooms)) if not set(c) & {"verifiers.classic.models"}
-    ]
-    assert found == []
+    assert cycles(_subgraph(GRAPH, rooms)) == []
 
 
 def test_the_cli_modules_import_each_other_without_cycles() -> None:
@@ -249,6 +231,74 @@ def test_the_higher_room_check_finds_an_upward_import(tmp_path: Path) -> None:
     )
     graph = import_graph(package)
     assert graph["verifiers.envs.env"] == {"verifiers.classic.mixin"}
+
+
+def test_the_higher_room_check_sees_through_served_paths_and_names(tmp_path: Path) -> None:
+    # a core module reaching the classic room through a 0.3.x path it serves
+    # (verifiers.clients.client) or a name it serves (verifiers.types.ClientConfig)
+    package = tmp_path / "verifiers"
+    for folder in ("envs", "classic", "clients"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "types.py").write_text("")
+    (package / "classic" / "client.py").write_text("class Client: ...\n")
+    (package / "classic" / "models.py").write_text("class ClientConfig: ...\n")
+    (package / "envs" / "env.py").write_text(
+        "from verifiers.types import ClientConfig\n"
+        "def f():\n    import verifiers.clients.client\n    return verifiers.clients.client\n"
+    )
+    graph = import_graph(package)
+    assert graph["verifiers.envs.env"] == {
+        "verifiers.types",
+        "verifiers.classic.client",
+        "verifiers.classic.models",
+    }
+
+
+def test_the_classic_names_of_core_modules_are_served_on_first_use() -> None:
+    # verifiers.types imported first (the package's __init__ registers the classic room anyway):
+    # the classic names resolve, join ``import *``, and cost no import until asked for
+    code = (
+        "import sys, json; import verifiers.types as t; "
+        "before = [m for m in ('pydantic', 'verifiers.classic.models', 'verifiers.classic.types',"
+        " 'verifiers.classic.clients') if m in sys.modules]; "
+        "from verifiers.types import ClientConfig, RolloutOutput; "
+        "from verifiers.clients import resolve_client; "
+        "import verifiers.clients.client as cc; import verifiers.classic.client as real; "
+        "ns = {}; exec('from verifiers.types import *', ns); "
+        "print(json.dumps([before, ClientConfig.__module__, RolloutOutput.__module__, "
+        "resolve_client.__module__, cc is real, 'GenerateOutputs' in ns and 'Tool' in ns, "
+        "t.ClientConfig is ClientConfig]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [
+        [],
+        "verifiers.classic.models",
+        "verifiers.classic.types",
+        "verifiers.classic.clients",
+        True,
+        True,
+        True,
+    ]
+    assert not (ROOT / "clients" / "client.py").exists()  # the classic client lives in classic/
+
+
+def test_added_exports_join_a_loaded_module_and_one_imported_later() -> None:
+    import types
+
+    from verifiers import extension_points
+
+    loaded = types.ModuleType("vf_test_loaded")
+    loaded.__all__ = ["a"]  # type: ignore[attr-defined]
+    sys.modules["vf_test_loaded"] = loaded
+    try:
+        extension_points.add_exports("vf_test_loaded", ["b", "a"])
+        extension_points.add_exports("vf_test_loaded", ["b", "c"])
+    finally:
+        del sys.modules["vf_test_loaded"]
+    assert loaded.__all__ == ["a", "b", "c"]  # type: ignore[attr-defined]
+    assert extension_points.exports("vf_test_loaded") == ["b", "a", "c"]
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -14,16 +14,21 @@ Two extension points:
 - :func:`register_name_resolver` and :func:`forwarder`: a core module ends with
   ``__getattr__ = forwarder(__name__)``; a name the module does not bind is asked of the
   registered resolvers (the classic room serves the names 0.3.x's module of that path
-  imported).
+  imported, and those it defined that are classic-only here). :func:`add_exports` lists such
+  names in the module's ``__all__`` (a core module writes ``__all__ = [..., *exports(__name__)]``),
+  so that ``from module import *`` imports them too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = [
+    "add_exports",
     "apply_environment_extensions",
+    "exports",
     "extend_environment",
     "forwarder",
     "register_name_resolver",
@@ -35,6 +40,7 @@ NameResolver = Callable[[str, str], Any]
 _providers: list[MixinProvider] = []
 _environment: type | None = None
 _resolvers: list[NameResolver] = []
+_exports: dict[str, list[str]] = {}
 
 
 def extend_environment(provider: MixinProvider) -> None:
@@ -88,3 +94,20 @@ def forwarder(module: str, fallback: Callable[[str], Any] | None = None) -> Call
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def add_exports(module: str, names: Iterable[str]) -> None:
+    """Add ``names`` (served by a registered resolver) to ``module``'s ``__all__``: now, when
+    the module is imported already, and when it is imported (it reads :func:`exports`)."""
+    listed = _exports.setdefault(module, [])
+    new = [n for n in names if n not in listed]
+    listed.extend(new)
+    loaded = sys.modules.get(module)
+    public = getattr(loaded, "__all__", None) if loaded is not None else None
+    if isinstance(public, list):
+        public.extend(n for n in new if n not in public)
+
+
+def exports(module: str) -> list[str]:
+    """The names registered with :func:`add_exports` for ``module``."""
+    return list(_exports.get(module, ()))

@@ -1,7 +1,8 @@
 """What one model call takes and returns: chat messages, sampling arguments, the normalised
 :class:`ModelResponse` and its token :class:`Usage`.
 
-The model clients (:mod:`verifiers.clients`) build on these alone; :mod:`verifiers.types`
+The model clients (:mod:`verifiers.clients`) build on these alone (a client of the classic
+shape is read through :func:`to_model_response`); :mod:`verifiers.types`
 re-exports them with the rest of the data types environments and trainers share.
 """
 
@@ -11,9 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from verifiers.messages import as_message
+from verifiers.messages import as_message, as_tool_call
 
-__all__ = ["Message", "MessageType", "Messages", "ModelResponse", "SamplingArgs", "Usage"]
+__all__ = [
+    "Message",
+    "MessageType",
+    "Messages",
+    "ModelResponse",
+    "SamplingArgs",
+    "Usage",
+    "to_model_response",
+]
 
 Message = dict[str, Any]
 Messages = list[Message]
@@ -147,3 +156,49 @@ class ModelResponse:
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
         return list(self.message.get("tool_calls") or [])
+
+
+def _usage_field(usage: Any, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
+    return value if isinstance(value, int) else 0
+
+
+def to_model_response(response: Any) -> ModelResponse:
+    """A :class:`ModelResponse` from a response of the classic (0.3.x) ``vf.Response`` shape
+    (what classic clients return), read by its attributes alone (``message.content``,
+    ``message.tool_calls``, ``message.tokens``, ``usage``, ...); a ``ModelResponse`` is
+    returned unchanged. The core accepts any client's answer through it, without knowing the
+    classic models."""
+    if isinstance(response, ModelResponse):
+        return response
+    msg = response.message
+    message: dict[str, Any] = {"role": "assistant", "content": msg.content}
+    if msg.reasoning_content is not None:
+        message["reasoning_content"] = msg.reasoning_content
+    if msg.tool_calls:
+        message["tool_calls"] = [as_tool_call(c) for c in msg.tool_calls]
+    thinking = getattr(msg, "thinking_blocks", None)
+    if thinking:  # Anthropic's signed thinking, sent back with the turn's tool calls
+        message["thinking_blocks"] = list(thinking)
+    usage = Usage()
+    if response.usage is not None:
+        usage = Usage(
+            prompt_tokens=_usage_field(response.usage, "prompt_tokens"),
+            completion_tokens=_usage_field(response.usage, "completion_tokens"),
+            reasoning_tokens=_usage_field(response.usage, "reasoning_tokens"),
+        )
+    tokens = msg.tokens
+    return ModelResponse(
+        message=message,
+        finish_reason=msg.finish_reason,
+        usage=usage,
+        prompt_token_ids=list(tokens.prompt_ids) if tokens is not None else None,
+        completion_token_ids=list(tokens.completion_ids) if tokens is not None else None,
+        completion_logprobs=(
+            list(tokens.completion_logprobs)
+            if tokens is not None and len(tokens.completion_logprobs) == len(tokens.completion_ids)
+            else None
+        ),
+        model=response.model,
+        id=response.id,
+    )

@@ -6,19 +6,21 @@ Messages the environment builds or receives are :mod:`verifiers.messages` object
 subclasses that also answer attribute access (``m.role``, ``m.tool_calls[0].name``), so classic
 code reading them either way works and records serialise as plain JSON.
 
-The remaining names of the classic (0.3.x) ``verifiers.types`` module come from
-:mod:`verifiers.classic.types`.
+The remaining names of the classic (0.3.x) ``verifiers.types`` module (the pydantic models
+``ClientConfig``, ``Response``, ``Tool``, ...; ``RolloutOutput``, ``GenerateOutputs``, ...) are
+the classic room's: this module imports nothing from it, and serves them on first use through
+:mod:`verifiers.extension_points`, with which ``import verifiers`` registers them (they are in
+``__all__`` too). Type checkers see them through the imports below.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
-from verifiers.classic.model_names import CLASSIC_MODEL_NAMES
-from verifiers.classic.types import *  # noqa: F403
-from verifiers.classic.types import __all__ as _classic_all
 from verifiers.errors import Error as Error  # 0.3.x's types module imports it
+from verifiers.extension_points import exports as _exports
 from verifiers.messages import (
     AssistantMessage,
     SystemMessage,
@@ -35,9 +37,6 @@ from verifiers.model_types import (
     SamplingArgs,
     Usage,
 )
-
-# served by __getattr__ from verifiers.classic.models (pydantic), imported on first use
-_classic_models = CLASSIC_MODEL_NAMES
 
 if TYPE_CHECKING:
     from verifiers.classic.models import ClientConfig as ClientConfig
@@ -61,20 +60,41 @@ if TYPE_CHECKING:
     from verifiers.classic.models import TimeSpans as TimeSpans
     from verifiers.classic.models import Tool as Tool
     from verifiers.classic.models import ToolLike as ToolLike
+    from verifiers.classic.types import AnthropicThinkingBlock as AnthropicThinkingBlock
+    from verifiers.classic.types import BaseRolloutInput as BaseRolloutInput
+    from verifiers.classic.types import ClientType as ClientType
+    from verifiers.classic.types import DatasetBuilder as DatasetBuilder
+    from verifiers.classic.types import EndpointApi as EndpointApi
+    from verifiers.classic.types import EndpointClient as EndpointClient
+    from verifiers.classic.types import ErrorData as ErrorData
+    from verifiers.classic.types import EvalCost as EvalCost
+    from verifiers.classic.types import FinishReason as FinishReason
+    from verifiers.classic.types import GenerateMetadata as GenerateMetadata
+    from verifiers.classic.types import GenerateOutputs as GenerateOutputs
+    from verifiers.classic.types import GroupRewardFunc as GroupRewardFunc
+    from verifiers.classic.types import IndividualRewardFunc as IndividualRewardFunc
+    from verifiers.classic.types import JsonPrimitive as JsonPrimitive
+    from verifiers.classic.types import LogCallback as LogCallback
+    from verifiers.classic.types import ModelPricing as ModelPricing
+    from verifiers.classic.types import ProgressCallback as ProgressCallback
+    from verifiers.classic.types import RedactedThinkingBlock as RedactedThinkingBlock
+    from verifiers.classic.types import RolloutOutput as RolloutOutput
+    from verifiers.classic.types import RolloutScore as RolloutScore
+    from verifiers.classic.types import RolloutScores as RolloutScores
+    from verifiers.classic.types import RoutedExpertsPayload as RoutedExpertsPayload
+    from verifiers.classic.types import StartCallback as StartCallback
+    from verifiers.classic.types import ThinkingBlock as ThinkingBlock
+    from verifiers.classic.types import TokenUsage as TokenUsage
+    from verifiers.classic.types import TrajectoryStepTokens as TrajectoryStepTokens
+    from verifiers.classic.types import VersionInfo as VersionInfo
+    from verifiers.classic.types import assert_json_serializable as assert_json_serializable
     from verifiers.clients.endpoints import EndpointConfig as EndpointConfig
 
 __all__ = [
+    "TASK_INPUT_FIELDS",
     "AssistantMessage",
     "EndpointConfig",
     "Endpoints",
-    "SystemMessage",
-    "TaskSplit",
-    "TextMessage",
-    "ToolCall",
-    "ToolMessage",
-    "UserMessage",
-    *_classic_all,
-    *_classic_models,
     "Info",
     "Message",
     "MessageType",
@@ -84,9 +104,21 @@ __all__ = [
     "RolloutInput",
     "SamplingArgs",
     "State",
+    "StateForTaskDescriptor",
     "StepTokens",
+    "SystemMessage",
+    "TaskSplit",
+    "TextMessage",
+    "ToolCall",
+    "ToolMessage",
     "TrajectoryStep",
     "Usage",
+    "UserMessage",
+    "flatten_task_input",
+    "normalize_task_payload",
+    "task_payload_from_info",
+    # the classic room's (see the module doc)
+    *_exports(__name__),
 ]
 
 Info = dict[str, Any]
@@ -146,17 +178,61 @@ Endpoints = dict[str, list["EndpointConfig"]]
 
 
 def _types_getattr(name: str) -> Any:
-    # imported on first use: the endpoint record lives with the clients; the classic pydantic
-    # models cost an import of pydantic that the hot path does not need
+    # imported on first use: the endpoint record lives with the clients
     if name == "EndpointConfig":
         from verifiers.clients.endpoints import EndpointConfig
 
         return EndpointConfig
-    if name in _classic_models:
-        import verifiers.classic.models
-
-        return getattr(verifiers.classic.models, name)
     raise AttributeError(f"module 'verifiers.types' has no attribute {name!r}")
+
+
+# a task row's payload (0.3.x's task-payload helpers; ``State.for_task`` builds on them)
+TASK_INPUT_FIELDS = {"prompt", "answer", "info", "example_id"}
+
+
+class StateForTaskDescriptor:
+    """``State.for_task(row)``: a fresh state holding a task row's input fields."""
+
+    def __get__(self, instance: object, owner: type) -> Callable[[Mapping[str, Any]], Any]:
+        def create(task: Mapping[str, Any]) -> Any:
+            payload = flatten_task_input(task)
+            return owner({k: payload[k] for k in TASK_INPUT_FIELDS if k in payload})
+
+        return create
+
+
+def normalize_task_payload(value: object) -> dict[str, Any]:
+    """A task payload (a mapping, or its JSON text) as a dict."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"a serialized task payload must be a JSON object: {e}") from e
+    if not isinstance(value, Mapping):
+        raise TypeError(f"a task payload must be a mapping, not {type(value).__name__}")
+    return dict(cast(Mapping[str, Any], value))
+
+
+def task_payload_from_info(info: object) -> dict[str, Any] | None:
+    """``info["task"]`` as a task payload, or ``None`` when absent."""
+    if isinstance(info, str):
+        info = json.loads(info)
+    if not isinstance(info, Mapping):
+        return None
+    payload = info.get("task")
+    return None if payload is None else normalize_task_payload(payload)
+
+
+def flatten_task_input(input_data: Mapping[str, Any]) -> dict[str, Any]:
+    """The task payload of a rollout input: ``info["task"]``, else ``task`` when it is a
+    payload, else the input itself."""
+    payload = task_payload_from_info(input_data.get("info"))
+    if payload is not None:
+        return payload
+    direct = input_data.get("task")
+    if isinstance(direct, Mapping):
+        return dict(direct)
+    return dict(input_data)
 
 
 _STATE_INPUT_FIELDS = frozenset({"prompt", "answer", "info", "example_id"})
@@ -180,7 +256,7 @@ class State(dict[str, Any]):
 
     __slots__ = ()
     INPUT_FIELDS = ["prompt", "answer", "info", "example_id"]
-    for_task = StateForTaskDescriptor()  # noqa: F405
+    for_task = StateForTaskDescriptor()
 
     # ``State(input=row)`` (the classic way to build one) exposes the row's prompt, answer,
     # info and example_id as the state's own keys; keys set on the state itself come first

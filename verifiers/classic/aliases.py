@@ -43,6 +43,7 @@ MOVED: dict[str, str | None] = {
     "clients.openai_responses_client": "verifiers.classic.clients",
     "clients.anthropic_messages_client": "verifiers.classic.clients",
     "clients.renderer_client": "verifiers.classic.clients",
+    "clients.client": "verifiers.classic.client",  # the classic client base class
     "utils.env_utils": "verifiers.loading",
 }
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from verifiers.clients.client import Client
+from verifiers.classic.client import Client
 from verifiers.errors import ConfigError, EmptyModelResponseError, OverlongPromptError
 from verifiers.types import Messages, SamplingArgs
 

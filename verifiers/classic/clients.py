@@ -46,6 +46,7 @@ __all__ = [
     "handle_openai_overlong_prompt",
     "parse_reasoning_content",
     "parse_refusal_content",
+    "resolve_client",
 ]
 
 
@@ -351,7 +352,7 @@ async def _call_stand_in(
     kind: MessageType,
 ) -> ModelResponse:
     """One call through an object of the openai client's shape, as 0.3.x's clients make it."""
-    from verifiers.clients.client import auth_errors, to_model_response
+    from verifiers.classic.client import auth_errors, to_model_response
     from verifiers.errors import Error, ModelError
 
     args = dict(sampling_args or {})
@@ -411,6 +412,39 @@ class OpenAIResponsesClient(_Unsupported):
 class RendererClient(_Unsupported):
     needs = "it renders prompts with the `renderers` package against a token-in/token-out "
     needs += "inference server."
+
+
+# client_type of a classic ClientConfig -> the class here that serves it
+_CLIENT_TYPES = {
+    "openai_chat_completions": "OpenAIChatCompletionsClient",
+    "openai_completions": "OpenAICompletionsClient",
+    "openai_responses": "OpenAIResponsesClient",
+    "anthropic_messages": "AnthropicMessagesClient",
+    "renderer": "RendererClient",
+}
+
+
+def resolve_client(client_or_config: Any) -> Any:
+    """0.3.x's ``verifiers.clients.resolve_client``: a client is returned as is; a
+    ``vf.ClientConfig`` becomes the client its ``client_type`` names (the types this verifiers
+    cannot serve raise a ``ConfigError`` saying so)."""
+    from verifiers.classic.models import ClientConfig
+    from verifiers.clients.base import Client
+
+    if isinstance(client_or_config, Client):
+        return client_or_config
+    if not isinstance(client_or_config, ClientConfig):
+        raise ConfigError(
+            f"resolve_client takes a client or a vf.ClientConfig, not "
+            f"{type(client_or_config).__name__}"
+        )
+    name = _CLIENT_TYPES.get(client_or_config.client_type)
+    if name is None:
+        raise ConfigError(
+            f"client_type {client_or_config.client_type!r} is not available here; use one of "
+            f"{sorted(_CLIENT_TYPES)}"
+        )
+    return globals()[name](client_or_config)
 
 
 # Anthropic's Messages API: a classic client of its own (the anthropic package is optional)

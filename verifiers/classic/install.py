@@ -2,8 +2,10 @@
 with :mod:`verifiers.extension_points` (the core imports nothing from here).
 
 - the 0.3.x module paths (:mod:`verifiers.classic.aliases`);
-- the names 0.3.x's modules imported, served by each core module's ``__getattr__``
-  (:func:`verifiers.classic.forward.resolve`);
+- the names 0.3.x's core modules defined that are classic-only here (``ClientConfig``,
+  ``RolloutOutput`` of ``verifiers.types``, ``resolve_client`` of ``verifiers.clients``;
+  :mod:`verifiers.classic.served`), and the names 0.3.x's modules imported
+  (:func:`verifiers.classic.forward.resolve`), served by each core module's ``__getattr__``;
 - the classic methods of every environment (:class:`verifiers.classic.env_mixin.
   ClassicEnvironmentMixin`, a base of ``verifiers.Environment`` once that module is imported).
 
@@ -12,9 +14,10 @@ Registering imports neither the environment module nor the mixin.
 
 from __future__ import annotations
 
+from verifiers.classic import served
 from verifiers.classic.aliases import install as install_paths
 from verifiers.classic.forward import resolve
-from verifiers.extension_points import extend_environment, register_name_resolver
+from verifiers.extension_points import add_exports, extend_environment, register_name_resolver
 
 __all__ = ["environment_mixin", "install"]
 
@@ -28,5 +31,8 @@ def environment_mixin() -> type:
 
 def install() -> None:
     install_paths()
+    register_name_resolver(served.resolve)
+    for module, names in served.EXPORTS.items():
+        add_exports(module, names)
     register_name_resolver(resolve)
     extend_environment(environment_mixin)

@@ -1,50 +1,34 @@
 """Type names of the classic (0.3.x) ``verifiers.types`` module that environment code imports.
 
-:mod:`verifiers.types` re-exports everything here. Messages and tool calls live in
-:mod:`verifiers.messages` (``dict`` subclasses with attribute access); the rest are
-``TypedDict`` records, type aliases and helpers; the pydantic models (``Tool``, ``Response``,
-``ClientConfig``, ...) are in :mod:`verifiers.classic.models`, imported on first use so that
-``verifiers.types`` stays cheap to import.
+``verifiers.types`` serves the names here on first use (the classic room registers them with
+:mod:`verifiers.extension_points` when ``import verifiers`` runs; :mod:`verifiers.classic.served`).
+Messages and tool calls live in :mod:`verifiers.messages` (``dict`` subclasses with attribute
+access); the task-payload helpers ``State.for_task`` uses are the core's (:mod:`verifiers.types`,
+re-exported here); the rest are ``TypedDict`` records, type aliases and helpers; the pydantic
+models (``Tool``, ``Response``, ``ClientConfig``, ...) are in :mod:`verifiers.classic.models`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+from verifiers.classic.served import CLASSIC_TYPE_NAMES
+from verifiers.types import (
+    TASK_INPUT_FIELDS,
+    StateForTaskDescriptor,
+    flatten_task_input,
+    normalize_task_payload,
+    task_payload_from_info,
+)
 
 __all__ = [
+    *CLASSIC_TYPE_NAMES,  # defined here
+    # the core's, as 0.3.x's module had them
     "TASK_INPUT_FIELDS",
-    "AnthropicThinkingBlock",
-    "BaseRolloutInput",
-    "ClientType",
-    "DatasetBuilder",
-    "EndpointApi",
-    "EndpointClient",
-    "ErrorData",
-    "EvalCost",
-    "FinishReason",
-    "GenerateMetadata",
-    "GenerateOutputs",
-    "GroupRewardFunc",
-    "IndividualRewardFunc",
-    "JsonPrimitive",
-    "LogCallback",
-    "ModelPricing",
-    "ProgressCallback",
-    "RedactedThinkingBlock",
-    "RolloutOutput",
-    "RolloutScore",
-    "RolloutScores",
-    "RoutedExpertsPayload",
-    "StartCallback",
     "StateForTaskDescriptor",
-    "ThinkingBlock",
-    "TokenUsage",
-    "TrajectoryStepTokens",
-    "VersionInfo",
-    "assert_json_serializable",
     "flatten_task_input",
     "normalize_task_payload",
     "task_payload_from_info",
@@ -81,7 +65,6 @@ DatasetBuilder: TypeAlias = Callable[[], Any]  # () -> datasets.Dataset
 AnthropicThinkingBlock: TypeAlias = dict[str, Any]
 RedactedThinkingBlock: TypeAlias = dict[str, Any]
 ThinkingBlock: TypeAlias = AnthropicThinkingBlock | RedactedThinkingBlock
-TASK_INPUT_FIELDS = {"prompt", "answer", "info", "example_id"}
 
 
 class RoutedExpertsPayload(TypedDict):
@@ -190,17 +173,6 @@ ProgressCallback = Callable[[list[RolloutOutput], list[RolloutOutput], GenerateM
 LogCallback = Callable[[str], None]
 
 
-class StateForTaskDescriptor:
-    """``State.for_task(row)``: a fresh state holding a task row's input fields."""
-
-    def __get__(self, instance: object, owner: type) -> Callable[[Mapping[str, Any]], Any]:
-        def create(task: Mapping[str, Any]) -> Any:
-            payload = flatten_task_input(task)
-            return owner({k: payload[k] for k in TASK_INPUT_FIELDS if k in payload})
-
-        return create
-
-
 def assert_json_serializable(value: object) -> None:
     """Raise ``TypeError`` unless ``value`` serialises as JSON (pydantic models allowed)."""
 
@@ -216,37 +188,3 @@ def assert_json_serializable(value: object) -> None:
         json.dumps(value, default=default)
     except TypeError as e:
         raise TypeError(f"task and state values must be JSON-serializable: {e}") from e
-
-
-def normalize_task_payload(value: object) -> dict[str, Any]:
-    """A task payload (a mapping, or its JSON text) as a dict."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"a serialized task payload must be a JSON object: {e}") from e
-    if not isinstance(value, Mapping):
-        raise TypeError(f"a task payload must be a mapping, not {type(value).__name__}")
-    return dict(cast(Mapping[str, Any], value))
-
-
-def task_payload_from_info(info: object) -> dict[str, Any] | None:
-    """``info["task"]`` as a task payload, or ``None`` when absent."""
-    if isinstance(info, str):
-        info = json.loads(info)
-    if not isinstance(info, Mapping):
-        return None
-    payload = info.get("task")
-    return None if payload is None else normalize_task_payload(payload)
-
-
-def flatten_task_input(input_data: Mapping[str, Any]) -> dict[str, Any]:
-    """The task payload of a rollout input: ``info["task"]``, else ``task`` when it is a
-    payload, else the input itself."""
-    payload = task_payload_from_info(input_data.get("info"))
-    if payload is not None:
-        return payload
-    direct = input_data.get("task")
-    if isinstance(direct, Mapping):
-        return dict(direct)
-    return dict(input_data)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from verifiers.model_types import to_model_response
 from verifiers.types import (
     Message,
     Messages,
@@ -50,8 +51,6 @@ class ModelCalls:
         raw = await self._request_model(state, prompt, sampling_args=sampling_args, tools=tools)
         if isinstance(raw, ModelResponse):
             return raw
-        from verifiers.clients.client import to_model_response
-
         return to_model_response(raw)
 
     async def _request_model(
@@ -128,8 +127,6 @@ class ModelCalls:
             message_type=self.message_type,
         )
         if not isinstance(response, ModelResponse):  # a client of another shape
-            from verifiers.clients.client import to_model_response
-
             response = to_model_response(response)
         state_usage(state).add(response.usage)
         return response

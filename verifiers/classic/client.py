@@ -1,5 +1,8 @@
 """The classic (0.3.x) client base class: ``verifiers.clients.client.Client``.
 
+This module is that path here too (:mod:`verifiers.classic.aliases` serves it), so the core
+(:mod:`verifiers.clients`) does not contain it.
+
 A classic client converts between verifiers' types and one vendor's native types in five
 steps, and :meth:`Client.get_response` runs them in order::
 
@@ -8,7 +11,7 @@ steps, and :meth:`Client.get_response` runs them in order::
 
 It is also a :class:`verifiers.Client`: environments here accept it wherever they accept a
 client, and read the classic :class:`~verifiers.types.Response` it returns through
-:func:`to_model_response`. Errors: a verifiers error passes through, as do authentication and
+:func:`~verifiers.model_types.to_model_response`. Errors: a verifiers error passes through, as do authentication and
 permission errors of the ``openai`` (and, where installed, ``anthropic``) packages, so a bad
 key stops a run instead of being counted as a model failure; anything else is raised as a
 :class:`~verifiers.ModelError` whose ``__cause__`` is the original error.
@@ -23,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from verifiers.clients.interface import Client as _BaseClient
 from verifiers.errors import Error, ModelError
-from verifiers.model_types import Messages, ModelResponse, SamplingArgs, Usage
+from verifiers.model_types import (
+    Messages,
+    ModelResponse,
+    SamplingArgs,
+    Usage,
+    to_model_response,
+)
 
 if TYPE_CHECKING:
     from verifiers.classic.models import ClientConfig, Response, Tool
@@ -181,51 +190,6 @@ class Client(_BaseClient, Generic[ClientT, MessagesT, ResponseT, ToolT]):
             if isinstance(e, auth_errors()):
                 raise
             raise ModelError(f"{type(e).__name__}: {e}") from e
-
-
-def _usage_field(usage: Any, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
-    return value if isinstance(value, int) else 0
-
-
-def to_model_response(response: Any) -> ModelResponse:
-    """A :class:`~verifiers.types.ModelResponse` from a classic ``vf.Response`` (what classic
-    clients return); a ``ModelResponse`` is returned unchanged."""
-    if isinstance(response, ModelResponse):
-        return response
-    msg = response.message
-    message: dict[str, Any] = {"role": "assistant", "content": msg.content}
-    if msg.reasoning_content is not None:
-        message["reasoning_content"] = msg.reasoning_content
-    if msg.tool_calls:
-        from verifiers.messages import as_tool_call
-
-        message["tool_calls"] = [as_tool_call(c) for c in msg.tool_calls]
-    thinking = getattr(msg, "thinking_blocks", None)
-    if thinking:  # Anthropic's signed thinking, sent back with the turn's tool calls
-        message["thinking_blocks"] = list(thinking)
-    usage = Usage()
-    if response.usage is not None:
-        usage = Usage(
-            prompt_tokens=_usage_field(response.usage, "prompt_tokens"),
-            completion_tokens=_usage_field(response.usage, "completion_tokens"),
-            reasoning_tokens=_usage_field(response.usage, "reasoning_tokens"),
-        )
-    tokens = msg.tokens
-    return ModelResponse(
-        message=message,
-        finish_reason=msg.finish_reason,
-        usage=usage,
-        prompt_token_ids=list(tokens.prompt_ids) if tokens is not None else None,
-        completion_token_ids=list(tokens.completion_ids) if tokens is not None else None,
-        completion_logprobs=(
-            list(tokens.completion_logprobs)
-            if tokens is not None and len(tokens.completion_logprobs) == len(tokens.completion_ids)
-            else None
-        ),
-        model=response.model,
-        id=response.id,
-    )
 
 
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls"})
