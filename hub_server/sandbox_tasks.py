@@ -67,11 +67,11 @@ def rescore(env_id: str, records: str, out: str, oracle: str = "0") -> int:
         for i, outcome in zip(positions, outcomes, strict=True):
             state = outcome.state
             if state is None:
-                line = {"i": i, "reward": None, "failed": True, "reason": outcome.reason}
+                item = {"i": i, "reward": None, "failed": True, "reason": outcome.reason}
             else:
                 raised = bool(state.get("reward_errors"))
-                line = {"i": i, "reward": state.get("reward"), "failed": raised}
-            dst.write(json.dumps(line) + "\n")
+                item = {"i": i, "reward": state.get("reward"), "failed": raised}
+            dst.write(json.dumps(item) + "\n")
         dst.write(json.dumps({"pass_threshold": getattr(env, "pass_threshold", 0.5)}) + "\n")
         if oracle == "1":
             examples = list(dict.fromkeys(str(r.get("example_id")) for r in parsed))

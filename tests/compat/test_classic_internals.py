@@ -12,10 +12,10 @@ from typing import Annotated, Any
 import openai
 import pydantic
 import pytest
-from verifiers.clients.client import Client as ClassicClient
-from verifiers.clients.client import to_model_response
 
 import verifiers as vf
+from verifiers.clients.client import Client as ClassicClient
+from verifiers.clients.client import to_model_response
 from verifiers.types import Response, ResponseMessage, Tool
 from verifiers.utils.error_utils import ErrorChain, error_data, get_vf_error_chain
 from verifiers.utils.logging_utils import setup_logging
