@@ -133,8 +133,18 @@ def _install(specs: list[str], no_deps: bool) -> None:
         project, release = one.project, one.release
         typer.echo(f"installed {project.owner}/{project.name}=={release.version}")
     for one in done:
-        envs = sorted(one.release.entry_points) or [one.project.name]
-        typer.echo(f"  evaluate with: vf-eval {envs[0]} -m oracle -n 5")
+        typer.echo(f"  evaluate with: {_evaluate_hint(one.release.entry_points, one.project.name)}")
+
+
+def _evaluate_hint(entry_points: dict[str, str], project: str) -> str:
+    """The first command to try: the built-in oracle for a classic environment; a v1 taskset
+    (its entry point names a module, not a ``load_environment`` function) has no oracle, so it
+    needs a model."""
+    name = sorted(entry_points)[0] if entry_points else project
+    value = entry_points.get(name, ":")
+    if ":" not in value:
+        return f"vf-eval {name} -m MODEL -b URL -n 5   (a v1 taskset: it needs a model)"
+    return f"vf-eval {name} -m oracle -n 5"
 
 
 @app.command("pull")

@@ -28,7 +28,7 @@ from verifiers.errors import HubClientError
 from verifiers.hub import schemas as s
 from verifiers.hub.config import HubSettings, save_login
 
-__all__ = ["HubClient", "Installed", "Pulled", "parse_spec", "pick_release"]
+__all__ = ["HubClient", "Installed", "Pulled", "editable_source", "parse_spec", "pick_release"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -434,6 +434,13 @@ class HubClient:
                         f"warning: {project.owner}/{project.name} {release.version} is yanked"
                         + reason
                     )
+                source = editable_source(project.name)
+                if source is not None and warn is not None:
+                    warn(
+                        f"warning: {project.name} is installed in editable mode from {source}; "
+                        f"this install replaces it, and later edits there are not used (go "
+                        f"back with: pip install -e {source})"
+                    )
             install_hub_files(self, plan)
             missing = missing_requirements(plan.others)
             if missing:
@@ -529,3 +536,21 @@ class HubClient:
         path = self._version_path(owner, name, version) + "/evals"
         data = self.request("POST", path, auth=True, json=result.model_dump(mode="json"))
         return s.EvalResultOut.model_validate(data)
+
+
+def editable_source(distribution: str) -> str | None:
+    """The directory ``distribution`` is installed from in editable mode (``pip install -e``),
+    if it is (PEP 610 ``direct_url.json``)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        text = metadata.distribution(distribution).read_text("direct_url.json")
+        info = json.loads(text or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    if not isinstance(info, dict) or not (info.get("dir_info") or {}).get("editable"):
+        return None
+    url = str(info.get("url") or "")
+    return unquote(urlparse(url).path) if url.startswith("file:") else url or None
