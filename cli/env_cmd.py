@@ -264,7 +264,7 @@ def info(spec: str = typer.Argument(..., help="OWNER/NAME"), as_json: bool = _JS
 
 
 def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: int) -> None:
-    from cli._common import format_table, plural, terminal_width
+    from cli._common import plural, terminal_width
 
     if not items:
         typer.echo("no environments found")
@@ -281,13 +281,35 @@ def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: in
         for p in items
     ]
     headers = ["ENVIRONMENT", "LATEST", "VISIBILITY", "DOWNLOADS", "TAGS", "SUMMARY"]
-    # fits the terminal (80 columns in a pipe): the summary, then tags, then names are cut;
-    # --json has every field in full
-    for text in format_table(headers, rows, width=terminal_width(), shrink=(5, 4, 0)):
+    for text in _environment_lines(headers, rows, terminal_width()):
         typer.echo(text)
     shown = (page - 1) * per_page + len(items)
     more = f"; next: --page {page + 1}" if shown < total else ""
     typer.echo(f"({len(items)} shown of {plural(total, 'environment')}{more})")
+
+
+def _environment_lines(headers: list[str], rows: list[list[str]], width: int) -> list[str]:
+    """One table row per environment where the whole table fits ``width`` (80 in a pipe);
+    otherwise the short columns as a table, each row followed by its summary and tags on
+    lines of their own, wrapped to ``width``: nothing is cut (only a name longer than the
+    line is)."""
+    import textwrap
+
+    from cli._common import format_table
+
+    full = format_table(headers, rows)
+    if max(len(line) for line in full) <= width:
+        return full
+    short = format_table(headers[:4], [r[:4] for r in rows], width=width, shrink=(0,))
+    out = short[:2]
+    for row, line in zip(rows, short[2:], strict=True):
+        out.append(line)
+        for label, text in (("", row[5]), ("tags: ", row[4])):
+            if text:
+                out += textwrap.wrap(
+                    label + text, width, initial_indent="    ", subsequent_indent="    "
+                )
+    return out
 
 
 @app.command("uninstall")

@@ -294,10 +294,17 @@ def test_env_list_fits_80_columns(hub: Hub, cfg: dict[str, str]) -> None:
     assert code == 0, err
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80, lines
-    assert lines[2].startswith(f"{user}/{name}") and lines[2].endswith("…")
-    assert lines[2].split()[1:3] == ["1.0.0", "public"]
-    code, out, _ = vf(["env", "list", "--owner", user], {**env, "COLUMNS": "200"})
-    assert max(len(line) for line in out.splitlines()) > 80  # a wide terminal shows more
+    assert lines[2].startswith(f"{user}/{name}") and lines[2].split()[1:3] == ["1.0.0", "public"]
+    # nothing is cut: the summary and the tags follow the row, wrapped (they were cut to
+    # "A summ…" and the tags dropped, in a pipe or at 80 columns)
+    text = " ".join(line.strip() for line in lines[3:-1])
+    assert text.count("what this environment does,") == 3, text
+    assert (
+        "tags: code, long-context, math, multi-turn, python, reasoning, sandbox, tool-use" in text
+    )
+    assert "…" not in out
+    code, out, _ = vf(["env", "list", "--owner", user], {**env, "COLUMNS": "400"})
+    assert len(out.splitlines()) == 4  # a wide terminal: one row per environment
 
 
 def test_env_delete_is_for_admins_and_asks_first(hub: Hub, cfg: dict[str, str]) -> None:
