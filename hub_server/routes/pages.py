@@ -318,7 +318,11 @@ def project_page(
         if version and rel is None:
             raise NotFound(f"{owner}/{name} has no version {version}")
         runs = _service(request).runs
-        board = runs.leaderboard(who, owner, name, rel.version, include_gold=gold) if rel else []
+        everything = (
+            runs.leaderboard(who, owner, name, rel.version, include_gold=True) if rel else []
+        )
+        board = everything if gold else [row for row in everything if not row.gold]
+        gold_runs = len(everything) - len([row for row in everything if not row.gold])
         ks = sorted({k for row in board for k in row.pass_at_k if k.isdigit()}, key=int)
         board_ks = [ks[0], ks[-1]] if len(ks) > 1 else ks
         validation = runs.validation(who, owner, name, rel.version) if rel else None
@@ -332,6 +336,7 @@ def project_page(
             board_ks=board_ks,
             validation=validation,
             gold=gold,
+            gold_runs=gold_runs,
             readme=Markup(render_readme(p.description)),
             base_url=str(request.base_url).rstrip("/"),
             pip_steps=pip_steps(str(request.base_url).rstrip("/"), p, rel),

@@ -316,6 +316,25 @@ def test_gold_is_earned_by_the_workers_oracle_and_stays_off_the_model_ranking(
     assert ">oracle<" in shown.text and ">gold<" in shown.text
 
 
+def test_a_page_whose_only_run_is_gold_links_to_it(own_hub: Hub) -> None:
+    # the pusher's only run was an oracle run: the page said "No results yet" and offered
+    # no way to show it
+    hub = own_hub
+    owner, token, name, sha = _published(hub, "only-gold")
+    oracle = _meta(name, sha, model="oracle")
+    assert _put(hub.url, token, oracle, _body(oracle, _honest())).status_code == 201
+    service, worker = _worker(hub)
+    try:
+        _drain(worker, {("rescore", _result_id(hub, oracle["run_id"]))})
+    finally:
+        service.engine.dispose()
+    page = httpx.get(f"{hub.url}/{owner}/{name}", headers=HTML).text
+    assert 'id="gold-toggle"' in page and "1 gold (oracle) run not listed" in page
+    assert "No model results yet" in page and ">oracle<" not in page
+    shown = httpx.get(f"{hub.url}/{owner}/{name}", params={"gold": "1"}, headers=HTML).text
+    assert ">oracle<" in shown and "Hide them" in shown
+
+
 def _listed(hub: Hub, owner: str, name: str, run_id: str) -> tuple[dict[str, Any], str]:
     """A run's row in the API (gold included) and its page."""
     listed = hub.api("GET", f"/projects/{owner}/{name}/versions/1.0.0/runs").json()
