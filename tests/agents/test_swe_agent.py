@@ -108,3 +108,23 @@ def test_the_scripted_oracle_fits_a_max_tokens_budget() -> None:
         assert len(command) < 3000
         bug_id = row["info"]["bugs"][0]["bug_id"]
         assert bug_id in command  # the probe still looks for the task's own bug
+
+
+def test_an_install_step_run_from_a_shell_shows_what_it_does(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # `python -m verifiers.agents.installs mini-swe-agent` printed nothing for 94 s: each step
+    # now says what it is and passes the installer's output through as it comes
+    import sys
+
+    from verifiers.agents.installs import _run
+
+    _run([sys.executable, "-c", "print('collecting mini-swe-agent')"], "installing", show=True)
+    err = capfd.readouterr().err
+    assert "agent install: installing" in err and "collecting mini-swe-agent" in err
+    with pytest.raises(vf.SandboxError, match=r"installing failed: .*boom"):
+        _run(
+            [sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"],
+            "installing",
+            show=True,
+        )

@@ -72,11 +72,17 @@ def mini_swe_agent_env(
         staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            _run([python, "-m", "venv", str(staging)], "creating the virtual environment")
+            _run(
+                [python, "-m", "venv", str(staging)],
+                f"creating the virtual environment {staging}",
+                show=not quiet,
+            )
             pip = [str(staging / "bin" / "python"), "-m", "pip", "install"]
             pip += ["--disable-pip-version-check"] + (["--quiet"] if quiet else [])
             pip += [f"mini-swe-agent=={version}", *MINI_SWE_AGENT_PINS]
-            _run(pip, f"installing mini-swe-agent=={version}")
+            _run(
+                pip, f"installing mini-swe-agent=={version} (pip's output follows)", show=not quiet
+            )
             (staging / ".complete").write_text(f"mini-swe-agent=={version}\n")
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
@@ -85,10 +91,25 @@ def mini_swe_agent_env(
     return target
 
 
-def _run(cmd: list[str], what: str) -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if r.returncode != 0:
-        raise SandboxError(f"{what} failed: {(r.stderr or r.stdout).strip()[-2000:]}")
+def _run(cmd: list[str], what: str, *, show: bool = False) -> None:
+    """Run one install step; with ``show``, say what it is and pass its output through to
+    stderr as it comes (a first install takes a minute or two: never silence)."""
+    if not show:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        if r.returncode != 0:
+            raise SandboxError(f"{what} failed: {(r.stderr or r.stdout).strip()[-2000:]}")
+        return
+    print(f"agent install: {what}", file=sys.stderr, flush=True)
+    tail: list[str] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            tail = [*tail[-40:], line]
+        code = proc.wait(timeout=1800)
+    if code != 0:
+        raise SandboxError(f"{what} failed: {''.join(tail).strip()[-2000:]}")
 
 
 def mini_swe_agent_command(
