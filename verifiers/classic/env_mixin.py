@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from verifiers.classic.model_calls import ClassicModelCalls
+from verifiers.classic.timing import classic_timing
 from verifiers.classic.types import RolloutOutput
 from verifiers.errors import ConfigError
 from verifiers.messages import as_message
@@ -131,6 +132,9 @@ class ClassicEnvironmentMixin(ClassicModelCalls):
         return super()._checks_stop_after_env(state) or self._classic_is_completed is not None
 
     def _env_messages(self, reply: Any, state: State) -> Messages | str:
+        timing = classic_timing(state)
+        if timing is not None:
+            timing.add_env_span()
         return cast("Messages | str", unpack_env_response(reply, state))
 
     async def _classic_is_completed_hit(
@@ -189,6 +193,7 @@ class ClassicEnvironmentMixin(ClassicModelCalls):
             row, client, model, sampling_args, rollout_index=rollout_index
         )
         self._classic_init_state(state, row, payload)
+        classic_timing(state)
         return state
 
     def _classic_rollout_input(

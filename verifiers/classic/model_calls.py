@@ -11,9 +11,11 @@ of :class:`~verifiers.classic.env_mixin.ClassicEnvironmentMixin`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from verifiers.classic.timing import classic_timing
 from verifiers.envs._datasets import normalise_row
 from verifiers.types import Messages, ModelResponse, SamplingArgs, State, Usage, state_usage
 from verifiers.utils.tool_schema import as_openai_tool
@@ -147,7 +149,26 @@ class ClassicModelCalls(_Core):
         tools: list[dict[str, Any]] | None = None,
     ) -> ModelResponse:
         """Through a subclass's ``get_model_response`` override when there is one, else the
-        core's call (no classic ``vf.Response`` is built)."""
+        core's call (no classic ``vf.Response`` is built); each call's wall-clock span is
+        recorded in ``state["timing"].model``."""
+        start = time.time()
+        try:
+            return await self._classic_model_turn(
+                state, prompt, sampling_args=sampling_args, tools=tools
+            )
+        finally:
+            timing = classic_timing(state)
+            if timing is not None:
+                timing.add_model_span(start, time.time())
+
+    async def _classic_model_turn(
+        self,
+        state: State,
+        prompt: Messages | str,
+        *,
+        sampling_args: SamplingArgs | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ModelResponse:
         if type(self).get_model_response is ClassicModelCalls.get_model_response:
             return await super()._model_turn(
                 state, prompt, sampling_args=sampling_args, tools=tools

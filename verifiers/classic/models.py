@@ -11,7 +11,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from verifiers.classic.model_names import CLASSIC_MODEL_NAMES
 from verifiers.classic.types import ClientType, FinishReason
@@ -185,6 +193,28 @@ class EndpointClientConfig(BaseModel):
     max_keepalive_connections: int = 28000
     max_retries: int = 10
     extra_headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, str]) -> dict[str, str]:
+        """Header names must be non-empty tokens (no whitespace, no ``:``), as HTTP needs."""
+        for name in value:
+            if not name.strip() or any(c.isspace() or c == ":" for c in name):
+                raise ValueError(f"extra_headers: {name!r} is not a valid HTTP header name")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _leaf_only(cls, data: Any) -> Any:
+        """An endpoint of ``endpoint_configs`` is a leaf: it cannot list endpoints itself
+        (an empty ``endpoint_configs`` key is accepted and dropped)."""
+        if cls is EndpointClientConfig and isinstance(data, Mapping) and "endpoint_configs" in data:
+            if data["endpoint_configs"]:
+                raise ValueError(
+                    "an entry of endpoint_configs cannot include endpoint_configs of its own"
+                )
+            data = {k: v for k, v in data.items() if k != "endpoint_configs"}
+        return data
 
 
 class ClientConfig(EndpointClientConfig):
