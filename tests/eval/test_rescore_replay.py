@@ -133,3 +133,21 @@ def test_an_edited_environment_message_does_not_change_the_replayed_reward(
     again = vf.rescore_run(run.path, output_dir=tmp_path / "again")
     assert _rewards(again.records) == _rewards(run.records)
     assert all("differ from the record" in r["rescore"]["note"] for r in again.records)
+
+
+def test_a_record_with_an_empty_trajectory_replays_its_completions_answers(
+    tmp_path: Path, server: OpenAITestServer
+) -> None:
+    # a v1 taskset's records (vf-eval on verifiers.v1.bridge) hold `"trajectory": []`: the
+    # replay read that as "no model call" and every v1 record was not re-scorable
+    run = _run("math", tmp_path, server.base_url, "toy")
+    assert run.path is not None
+
+    def as_v1_writes(records: list[dict[str, Any]]) -> None:
+        for r in records:
+            r["trajectory"] = []
+
+    _edit(run.path / "results.jsonl", as_v1_writes)
+    again = vf.rescore_run(run.path, output_dir=tmp_path / "again")
+    assert [r["rescore"]["status"] for r in again.records] == ["exact"] * len(run.records)
+    assert _rewards(again.records) == _rewards(run.records)
