@@ -84,7 +84,12 @@ def test_a_record_that_cannot_be_replayed_keeps_its_reward_and_the_cli_says_so(
     assert run.path is not None
 
     def drop_last_call(records: list[dict[str, Any]]) -> None:
-        records[0]["trajectory"] = records[0]["trajectory"][:-1]  # a call missing
+        # a call missing (from the trajectory and from the completion: an empty trajectory
+        # is a v1 record's, whose calls are its completion's assistant messages)
+        records[0]["trajectory"] = records[0]["trajectory"][:-1]
+        completion = records[0]["completion"]
+        last = max(i for i, m in enumerate(completion) if m["role"] == "assistant")
+        records[0]["completion"] = completion[:last]
         records[0]["reward"] = 0.75  # what the record claims, kept as it was
 
     _edit(run.path / "results.jsonl", drop_last_call)
