@@ -71,6 +71,8 @@ def rescore(env_id: str, records: str, out: str, oracle: str = "0") -> int:
             else:
                 raised = bool(state.get("reward_errors"))
                 item = {"i": i, "reward": state.get("reward"), "failed": raised}
+                if raised:  # which reward function raised, and what: for the job's log
+                    item["reason"] = str(state.get("reward_errors"))[:1000]
             dst.write(json.dumps(item) + "\n")
         dst.write(json.dumps({"pass_threshold": getattr(env, "pass_threshold", 0.5)}) + "\n")
         if oracle == "1":

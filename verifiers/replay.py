@@ -66,7 +66,9 @@ def _replies(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     messages of the completion."""
     steps = record.get("trajectory")
     replies: list[dict[str, Any]] = []
-    if isinstance(steps, list):  # present (even empty): the calls as they were made
+    # a v1 environment's rollout (verifiers.v1.bridge) calls the model through its own agents,
+    # so its record's trajectory is empty: its calls are the completion's assistant messages
+    if isinstance(steps, list) and steps:  # the calls as they were made
         for step in steps:
             completion = step.get("completion") if isinstance(step, Mapping) else None
             message = next(

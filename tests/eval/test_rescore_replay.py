@@ -84,7 +84,12 @@ def test_a_record_that_cannot_be_replayed_keeps_its_reward_and_the_cli_says_so(
     assert run.path is not None
 
     def drop_last_call(records: list[dict[str, Any]]) -> None:
-        records[0]["trajectory"] = records[0]["trajectory"][:-1]  # a call missing
+        # a call missing (from the trajectory and from the completion: an empty trajectory
+        # is a v1 record's, whose calls are its completion's assistant messages)
+        records[0]["trajectory"] = records[0]["trajectory"][:-1]
+        completion = records[0]["completion"]
+        last = max(i for i, m in enumerate(completion) if m["role"] == "assistant")
+        records[0]["completion"] = completion[:last]
         records[0]["reward"] = 0.75  # what the record claims, kept as it was
 
     _edit(run.path / "results.jsonl", drop_last_call)
@@ -133,3 +138,21 @@ def test_an_edited_environment_message_does_not_change_the_replayed_reward(
     again = vf.rescore_run(run.path, output_dir=tmp_path / "again")
     assert _rewards(again.records) == _rewards(run.records)
     assert all("differ from the record" in r["rescore"]["note"] for r in again.records)
+
+
+def test_a_record_with_an_empty_trajectory_replays_its_completions_answers(
+    tmp_path: Path, server: OpenAITestServer
+) -> None:
+    # a v1 taskset's records (vf-eval on verifiers.v1.bridge) hold `"trajectory": []`: the
+    # replay read that as "no model call" and every v1 record was not re-scorable
+    run = _run("math", tmp_path, server.base_url, "toy")
+    assert run.path is not None
+
+    def as_v1_writes(records: list[dict[str, Any]]) -> None:
+        for r in records:
+            r["trajectory"] = []
+
+    _edit(run.path / "results.jsonl", as_v1_writes)
+    again = vf.rescore_run(run.path, output_dir=tmp_path / "again")
+    assert [r["rescore"]["status"] for r in again.records] == ["exact"] * len(run.records)
+    assert _rewards(again.records) == _rewards(run.records)
