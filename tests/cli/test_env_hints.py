@@ -30,9 +30,13 @@ def test_the_install_hint_fits_the_scaffolded_kind(tmp_path: Path, v1: bool) -> 
 def test_an_editable_install_is_recognised_so_install_can_say_it_replaces_it() -> None:
     # `vf env install alice/vf-math` over `pip install -e environments/math` replaced the
     # editable install without a word; install now names the checkout it replaces
+    import importlib.util
+
     from verifiers.hub.client import editable_source
 
-    repo = Path(__file__).resolve().parents[2]
-    assert editable_source("vf-math") == str(repo / "environments" / "math")  # bootstrap: -e
+    spec = importlib.util.find_spec("vf_math")  # bootstrap installs it with `pip install -e`
+    assert spec is not None and spec.origin is not None
+    package_dir = Path(spec.origin).resolve().parents[1]  # environments/math/vf_math/...
+    assert editable_source("vf-math") == str(package_dir)
     assert editable_source("httpx") is None  # a wheel install
     assert editable_source("no-such-distribution") is None

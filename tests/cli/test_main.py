@@ -33,7 +33,7 @@ def test_vf_lists_every_command_and_group() -> None:
     result = run_cli("--help")
     assert result.returncode == 0, result.stderr
     assert _commands(result.stdout) == {
-        "eval", "view", "env", "hub", "sandbox", "login", "logout", "whoami", "token", "train",
+        "eval", "view", "env", "hub", "sandbox", "serve", "login", "logout", "whoami", "token", "train",
         "cache",
     }  # fmt: skip
     env = run_cli("env", "--help")
