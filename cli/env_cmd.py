@@ -264,7 +264,7 @@ def info(spec: str = typer.Argument(..., help="OWNER/NAME"), as_json: bool = _JS
 
 
 def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: int) -> None:
-    from cli._common import plural, terminal_width
+    from cli._common import plural
 
     if not items:
         typer.echo("no environments found")
@@ -281,24 +281,37 @@ def _print_projects(items: list[ProjectOut], total: int, page: int, per_page: in
         for p in items
     ]
     headers = ["ENVIRONMENT", "LATEST", "VISIBILITY", "DOWNLOADS", "TAGS", "SUMMARY"]
-    for text in _environment_lines(headers, rows, terminal_width()):
+    for text in _environment_lines(headers, rows, _list_width()):
         typer.echo(text)
     shown = (page - 1) * per_page + len(items)
     more = f"; next: --page {page + 1}" if shown < total else ""
     typer.echo(f"({len(items)} shown of {plural(total, 'environment')}{more})")
 
 
-def _environment_lines(headers: list[str], rows: list[list[str]], width: int) -> list[str]:
-    """One table row per environment where the whole table fits ``width`` (80 in a pipe);
-    otherwise the short columns as a table, each row followed by its summary and tags on
-    lines of their own, wrapped to ``width``: nothing is cut (only a name longer than the
-    line is)."""
+def _list_width() -> int | None:
+    """The width `vf env list` fits: the terminal's (or ``$COLUMNS``); none in a pipe, where a
+    line per environment, in full, is what `grep` and `cut` want."""
+    import os
+    import sys
+
+    from cli._common import terminal_width
+
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        return None
+    return terminal_width()
+
+
+def _environment_lines(headers: list[str], rows: list[list[str]], width: int | None) -> list[str]:
+    """One table row per environment where the whole table fits ``width`` (always in a pipe:
+    ``None``); otherwise the short columns as a table, each row followed by its summary and
+    tags on lines of their own, wrapped to ``width``: nothing is cut (only a name longer than
+    the line is)."""
     import textwrap
 
     from cli._common import format_table
 
     full = format_table(headers, rows)
-    if max(len(line) for line in full) <= width:
+    if width is None or max(len(line) for line in full) <= width:
         return full
     short = format_table(headers[:4], [r[:4] for r in rows], width=width, shrink=(0,))
     out = short[:2]

@@ -292,6 +292,14 @@ def test_env_list_fits_80_columns(hub: Hub, cfg: dict[str, str]) -> None:
     env = {**cfg, "VF_HUB_URL": hub.url, "VF_HUB_TOKEN": token, "COLUMNS": ""}
     code, out, err = vf(["env", "list", "--owner", user], env)
     assert code == 0, err
+    # in a pipe: one line per environment, in full (summary and tags were cut to "A summ…")
+    row = out.splitlines()[2]
+    assert row.startswith(f"{user}/{name}") and "…" not in out
+    assert row.count("what this environment does,") == 3
+    assert "code, long-context, math, multi-turn, python, reasoning, sandbox, tool-use" in row
+    # an 80-column terminal: the row fits, its summary and tags follow in full, wrapped
+    code, out, err = vf(["env", "list", "--owner", user], {**env, "COLUMNS": "80"})
+    assert code == 0, err
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80, lines
     assert lines[2].startswith(f"{user}/{name}") and lines[2].split()[1:3] == ["1.0.0", "public"]
