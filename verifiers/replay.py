@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from verifiers.envs.environment import MODEL_OUTPUT_ERRORS
 from verifiers.messages import as_message
 from verifiers.results import _messages_out
 from verifiers.testing.scripted import ScriptedClient
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
     from verifiers.envs.environment import Environment
 
 __all__ = ["ReplayOutcome", "replay_records"]
-
-#: errors that leave a rollout unscored in the original run (not the model's answer)
-_MODEL_OUTPUT_ERRORS = frozenset({"EmptyModelResponseError", "ToolParseError"})
 
 
 class ReplayExhausted(Exception):
@@ -186,7 +184,7 @@ def _infra_error(record: Mapping[str, Any]) -> bool:
     if not error:
         return False
     kind = error.get("type") if isinstance(error, Mapping) else type(error).__name__
-    return kind not in _MODEL_OUTPUT_ERRORS
+    return kind not in MODEL_OUTPUT_ERRORS
 
 
 def _judge(record: Mapping[str, Any], state: State, client: _ReplayClient) -> str | None:
