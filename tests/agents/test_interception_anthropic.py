@@ -259,8 +259,8 @@ async def test_malformed_requests_are_400s_naming_the_field(
         "type": "error",
         "error": {
             "type": "invalid_request_error",
-            "message": "invalid request: messages[0].role: must be 'user' or 'assistant', "
-            "not 'robot'",
+            "message": "invalid request: messages[0].role: must be 'user', 'assistant' or "
+            "'system', not 'robot'",
         },
     }
     schemaless: Any = [{"name": "bash"}]

@@ -25,7 +25,7 @@ __all__ = [
 MAX_HEAD_BYTES = 32 << 10
 _CHUNK = 1 << 16
 
-Dialect = Literal["chat", "anthropic"]
+Dialect = Literal["chat", "anthropic", "responses"]
 
 _REASONS = {
     200: "OK",

@@ -53,6 +53,8 @@ class InterceptedCall:
     sampling_args: dict[str, Any]
     requested_model: str
     dialect: Dialect = "chat"
+    #: the request's custom (free-form) tools, Responses dialect only
+    custom_tools: frozenset[str] = frozenset()
     received: float = field(default_factory=time.perf_counter)
     _reply: asyncio.Future[tuple[int, bytes, bool]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
@@ -74,6 +76,14 @@ class InterceptedCall:
                 payload = anthropic.stream_events(response, self.requested_model)
             else:
                 payload = orjson.dumps(anthropic.response_body(response, self.requested_model))
+        elif self.dialect == "responses":
+            from verifiers.agents import responses_wire as wire
+
+            model, custom = self.requested_model, self.custom_tools
+            if self.stream:
+                payload = wire.stream_events(response, model, custom)
+            else:
+                payload = orjson.dumps(wire.response_body(response, model, custom))
         elif self.stream:
             payload = sse_events(response, self.requested_model, self.include_usage)
         else:

@@ -67,6 +67,7 @@ from verifiers.agents.calls import (
     messages_call,
 )
 from verifiers.agents.forwarder import FORWARDER
+from verifiers.agents.responses_wire import RESPONSES_ROUTE, responses_call
 from verifiers.agents.wire import chat_completion_body, sse_events
 from verifiers.errors import ConfigError
 
@@ -286,7 +287,10 @@ class Channel:
             keep = headers.get(b"connection", b"").lower() != b"close"
             body = await self._read_body(reader, length) if length else bytearray()
             path = target.split(b"?", 1)[0]
-            dialect: Dialect = "anthropic" if MESSAGES_ROUTE in path else "chat"
+            dialect: Dialect = (
+                "anthropic" if MESSAGES_ROUTE in path
+                else "responses" if RESPONSES_ROUTE in path else "chat"
+            )  # fmt: skip
             route = self._authorised_path(path, headers)
             call = await self._route(writer, method, route, dialect, body, keep)
             del body  # the call holds the parsed request; the raw bytes go
@@ -337,11 +341,12 @@ class Channel:
                 writer, 200, orjson.dumps({"object": "list", "data": [model]}), close=not keep
             )
             return None
-        elif route not in (b"/v1/chat/completions", MESSAGES_ROUTE):
+        elif route not in (b"/v1/chat/completions", MESSAGES_ROUTE, RESPONSES_ROUTE):
             status = 404
             missing = (
                 f"no route {route.decode(errors='replace')}: this server answers POST "
-                ".../v1/chat/completions, POST .../v1/messages and GET .../v1/models"
+                ".../v1/chat/completions, POST .../v1/messages, POST .../v1/responses and GET "
+                ".../v1/models"
             )
             payload = dialect_error(404, missing, "invalid_request_error", dialect)
         elif method != b"POST":
@@ -351,6 +356,8 @@ class Channel:
             try:
                 if dialect == "chat":
                     return chat_call(body, self.model_name)
+                if dialect == "responses":
+                    return responses_call(body, self.model_name)
                 return messages_call(body, self.model_name)
             except HttpError as e:
                 status = e.status

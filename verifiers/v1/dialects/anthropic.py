@@ -178,7 +178,8 @@ def _tool_result(block: Mapping[str, Any], where: str, names: Mapping[str, str])
 
 
 def parse_messages(body: Mapping[str, Any]) -> list[Message]:
-    """``system`` and ``messages`` as v1 messages. A user turn's ``tool_result`` blocks become
+    """``system`` and ``messages`` as v1 messages (a ``system`` role in ``messages``, which
+    Claude Code sends, is a system message where it stands). A user turn's ``tool_result`` blocks become
     tool messages (named after the call they answer), its other blocks one user message after
     them."""
     out: list[Message] = []
@@ -211,9 +212,11 @@ def parse_messages(body: Mapping[str, Any]) -> list[Message]:
                 out.append(UserMessage(content=content))
             elif rest:
                 out.append(UserMessage(content=parse_content(rest, f"{where}.content")))
+        elif role == "system":  # Claude Code sends these mid-conversation (reminders)
+            out.append(SystemMessage(content=parse_content(content, f"{where}.content")))
         else:
             raise AnthropicRequestError(
-                f"{where}.role", f"must be 'user' or 'assistant', not {role!r}"
+                f"{where}.role", f"must be 'user', 'assistant' or 'system', not {role!r}"
             )
     return out
 
