@@ -27,6 +27,7 @@ from verifiers.agents.npm_installs import (
     npm_agent,
     npm_available,
 )
+from verifiers.errors import SandboxError
 from verifiers.testing import OpenAITestServer
 from verifiers.testing.replies import build_chat_completion
 from verifiers.v1.harnesses import (
@@ -187,3 +188,32 @@ def test_versions_are_pinned_exactly() -> None:
                 config_cls(version=bad)
     assert ClaudeCodeHarnessConfig().version == CLAUDE_CODE.version
     assert CodexHarnessConfig().version == CODEX.version
+
+
+def test_without_npm_an_install_is_a_clear_error_and_the_cli_tests_skip_saying_why(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VF_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no npm here
+    with pytest.raises(SandboxError, match=r"@openai/codex@0\.155\.1: npm is not installed"):
+        npm_agent(CODEX)
+    with pytest.raises(pytest.skip.Exception, match="cannot be installed: npm is not installed"):
+        installed(CODEX)
+
+
+def test_an_unreachable_registry_skips_the_cli_tests_saying_so(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if npm_available() is not None:
+        pytest.skip(f"needs npm: {npm_available()}")
+    monkeypatch.setenv("VF_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")  # nothing listens there
+    monkeypatch.setenv("npm_config_fetch_retries", "0")
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))  # nothing cached
+    with pytest.raises(
+        pytest.skip.Exception, match=r"npm registry is unreachable for @openai/codex"
+    ):
+        installed(CODEX)
+    with pytest.raises(SandboxError, match=r"installing @openai/codex@0\.155\.1 with npm failed"):
+        npm_agent(CODEX)
+    assert not (tmp_path / "cache" / "codex-0.155.1").exists()  # nothing half-made is kept

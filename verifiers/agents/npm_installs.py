@@ -38,25 +38,29 @@ __all__ = [
 @dataclass(frozen=True)
 class NpmAgent:
     """An agent CLI on npm: its package, the pinned default version, and where its native
-    executable lies in the platform package (``{triple}``: the Rust target for Codex)."""
+    executable lies in the platform package, the first of ``executables`` npm installed
+    (``{arch}``: x64 or arm64; ``{triple}``: the Rust target for Codex)."""
 
     key: str
     package: str
     version: str
-    executable: str
+    executables: tuple[str, ...]
 
 
 CLAUDE_CODE = NpmAgent(
     key="claude-code",
     package="@anthropic-ai/claude-code",
     version="2.1.278",
-    executable="node_modules/@anthropic-ai/claude-code-linux-{arch}/claude",
+    executables=(  # npm picks the glibc or the musl build for the host
+        "node_modules/@anthropic-ai/claude-code-linux-{arch}/claude",
+        "node_modules/@anthropic-ai/claude-code-linux-{arch}-musl/claude",
+    ),
 )
 CODEX = NpmAgent(
     key="codex",
     package="@openai/codex",
     version="0.155.1",
-    executable="node_modules/@openai/codex-linux-{arch}/vendor/{triple}/bin/codex",
+    executables=("node_modules/@openai/codex-linux-{arch}/vendor/{triple}/bin/codex",),
 )
 _AGENTS = {a.key: a for a in (CLAUDE_CODE, CODEX)}
 
@@ -106,10 +110,10 @@ def npm_agent(agent: NpmAgent, version: str | None = None, *, quiet: bool = True
     first call with ``npm install`` (the only step that needs the registry)."""
     version = version or agent.version
     _check_version(version)
-    executable = agent.executable.format(**_platform())
+    candidates = [e.format(**_platform()) for e in agent.executables]
     target = agent_cache_dir() / f"{agent.key}-{version}"
-    found = NpmInstall(target, executable)
-    if (target / ".complete").exists() and found.path.is_file():
+    found = _found(target, candidates)
+    if found is not None:
         return found
     missing = npm_available()
     if missing is not None:
@@ -118,7 +122,8 @@ def npm_agent(agent: NpmAgent, version: str | None = None, *, quiet: bool = True
     os.chmod(target.parent, 0o755)
     with open(target.parent / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time; the others then reuse it
-        if (target / ".complete").exists() and found.path.is_file():
+        found = _found(target, candidates)
+        if found is not None:
             return found
         staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
@@ -128,12 +133,12 @@ def npm_agent(agent: NpmAgent, version: str | None = None, *, quiet: bool = True
             cmd += ["--omit=dev", "--ignore-scripts", "--no-save", "--loglevel=error"]
             cmd.append(f"{agent.package}@{version}")
             _run(cmd, f"installing {agent.package}@{version} with npm", show=not quiet)
-            binary = staging / executable
-            if not binary.is_file():
+            binary = next((staging / c for c in candidates if (staging / c).is_file()), None)
+            if binary is None:
                 raise SandboxError(
                     f"installing {agent.package}@{version}: npm did not install the native "
-                    f"program {executable} (its platform package); nothing else can run it "
-                    "in a sandbox"
+                    f"program ({' or '.join(candidates)}, in its platform package); nothing "
+                    "else can run it in a sandbox"
                 )
             binary.chmod(0o755)
             for root, dirs, _ in os.walk(staging):  # sandboxes run as other uids
@@ -144,7 +149,20 @@ def npm_agent(agent: NpmAgent, version: str | None = None, *, quiet: bool = True
             staging.rename(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    found = _found(target, candidates)
+    if found is None:  # another process removed it in between
+        raise SandboxError(f"the install of {agent.package}@{version} in {target} vanished")
     return found
+
+
+def _found(target: Path, candidates: list[str]) -> NpmInstall | None:
+    """The complete install in ``target`` with the first candidate executable present."""
+    if not (target / ".complete").exists():
+        return None
+    for candidate in candidates:
+        if (target / candidate).is_file():
+            return NpmInstall(target, candidate)
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:
