@@ -45,7 +45,8 @@ TOKENS = {"extra_body": {"return_token_ids": True}, "logprobs": True}
 SECRET_INPUT = "verifiers-offline-cli"
 DIGEST = hashlib.sha256(SECRET_INPUT.encode()).hexdigest()[:16]
 COMMAND = f"printf %s {SECRET_INPUT} | sha256sum | cut -c1-16"
-PROMPT = f"Run `{COMMAND}` in the shell and reply with its output only."
+# a leading dash: the prompt must reach the model as text, not be read as a CLI option
+PROMPT = f"--task: run `{COMMAND}` in the shell and reply with its output only."
 
 
 def installed(agent: NpmAgent) -> NpmInstall:

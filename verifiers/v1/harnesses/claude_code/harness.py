@@ -88,7 +88,7 @@ class ClaudeCodeHarness(ProgramHarness[ClaudeCodeHarnessConfig]):
         root = INSIDE if inside else str(self.install.directory)
         # stdin closed: the CLI otherwise waits 3 s for piped input before it starts
         argv = ["/bin/sh", "-c", 'exec "$@" </dev/null', "claude"]
-        argv += [f"{root}/{self.install.executable}", "-p", task.data.prompt_text]
+        argv += [f"{root}/{self.install.executable}", "-p"]
         argv += ["--output-format", "json", "--model", agent.model]
         argv += ["--dangerously-skip-permissions"]
         if self.config.max_turns:
@@ -97,6 +97,7 @@ class ClaudeCodeHarness(ProgramHarness[ClaudeCodeHarnessConfig]):
             argv += ["--disallowedTools", ",".join(self.config.disabled_tools)]
         if self.config.append_system_prompt:
             argv += ["--append-system-prompt", self.config.append_system_prompt]
+        argv += ["--", task.data.prompt_text]  # a prompt starting with '-' is no option
         env = {
             **QUIET_ENV,
             # every model the CLI might pick (its small one for side tasks too) is the agent's
