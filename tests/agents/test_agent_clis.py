@@ -218,3 +218,18 @@ def test_an_unreachable_registry_skips_the_cli_tests_saying_so(
     with pytest.raises(SandboxError, match=r"installing @openai/codex@0\.155\.1 with npm failed"):
         npm_agent(CODEX)
     assert not (tmp_path / "cache" / "codex-0.155.1").exists()  # nothing half-made is kept
+
+
+def test_the_cli_harnesses_are_registered_built_ins() -> None:
+    from verifiers.v1.harnesses import builtin_harness
+    from verifiers.v1.utils.loaders import builtin_harness_ids, harness_config_type
+
+    assert {"claude_code", "codex"} <= set(builtin_harness_ids())
+    assert harness_config_type("claude-code") is ClaudeCodeHarnessConfig
+    assert harness_config_type("codex") is CodexHarnessConfig
+    built = builtin_harness("claude-code", {"max_turns": 5})
+    assert isinstance(built, ClaudeCodeHarness) and built.config.max_turns == 5
+    seat = vf.AgentConfig.model_validate({"harness": {"id": "codex", "version": "0.155.1"}})
+    assert isinstance(seat.harness, CodexHarnessConfig)
+    with pytest.raises(ValueError, match="give an exact release"):
+        vf.AgentConfig.model_validate({"harness": {"id": "codex", "version": "latest"}})
