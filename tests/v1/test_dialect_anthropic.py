@@ -236,3 +236,17 @@ def test_error_body_type_follows_the_status() -> None:
     }
     assert error_body(429, "slow")["error"]["type"] == "rate_limit_error"
     assert error_body(502, "model")["error"]["type"] == "api_error"
+
+
+def test_a_system_role_message_stays_where_claude_code_puts_it() -> None:
+    body = {
+        "system": "you are an agent",
+        "messages": [
+            {"role": "user", "content": "fix the bug"},
+            {"role": "system", "content": [{"type": "text", "text": "reminder: be brief"}]},
+            {"role": "assistant", "content": "ok"},
+        ],
+    }
+    messages = AnthropicDialect().parse_request(body).messages
+    assert [m.role for m in messages] == ["system", "user", "system", "assistant"]
+    assert messages[2] == SystemMessage(content="reminder: be brief")
