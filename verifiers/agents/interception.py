@@ -30,9 +30,9 @@ the last three is recorded on the channel (:attr:`Channel.limit_errors`,
 refuses what is pending and drops its connections.
 
 Modules: the HTTP slice (:mod:`verifiers.agents._http`), calls and request parsing
-(:mod:`verifiers.agents.calls`), OpenAI's Responses API (``POST .../v1/responses``, Codex's;
-:mod:`verifiers.agents.responses_wire`), the chat wire format (:mod:`verifiers.agents.wire`) and the relay
-(:mod:`verifiers.agents.forwarder`).
+(:mod:`verifiers.agents.calls`), OpenAI's Responses API (``POST .../v1/responses``, what Codex
+speaks; :mod:`verifiers.agents.responses_wire`), the chat wire format
+(:mod:`verifiers.agents.wire`) and the relay (:mod:`verifiers.agents.forwarder`).
 """
 
 from __future__ import annotations
