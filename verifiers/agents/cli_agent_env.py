@@ -58,7 +58,8 @@ NO_BWRAP = (
     "sandbox_backend='subprocess' (NO isolation: the agent runs on this host)"
 )
 
-#: where the rollout's interception socket appears inside the sandbox
+#: where the rollout's interception socket appears inside a docker sandbox (the local backends
+#: have none: the channel listens on the sandbox's own loopback)
 SOCKET_INSIDE = "/run/vf/model.sock"
 _TAIL = 1 << 16
 
