@@ -240,7 +240,7 @@ async def test_the_hosts_loopback_and_other_sockets_are_unreachable(
     state, report, tag = await hostile(client, LOOPBACK, {"HOST_PORT": str(port)})
     scored_zero_and_contained(state, tag)
     assert report["reached"] == []
-    assert report["sockets"] == ["/run/vf/model.sock"]
+    assert report["sockets"] == []  # the channel is a socket on its loopback, not a file
     assert len(srv.requests) == 0
 
 

@@ -58,7 +58,8 @@ NO_BWRAP = (
     "sandbox_backend='subprocess' (NO isolation: the agent runs on this host)"
 )
 
-#: where the rollout's interception socket appears inside the sandbox
+#: where the rollout's interception socket appears inside a docker sandbox (the local backends
+#: have none: the channel listens on the sandbox's own loopback)
 SOCKET_INSIDE = "/run/vf/model.sock"
 _TAIL = 1 << 16
 
@@ -295,16 +296,11 @@ class CliAgentEnv(MultiTurnEnv):
         assert self._live is not None
         await self._live.acquire()
         state["_agent_live"] = self._live
-        channel = await server.open_channel()
-        channel.model_name = str(state.get("model") or "model")
-        state["_agent_channel"] = channel
         state["agent_completed"] = False
         state["agent_exit_code"] = None
-        sandbox = await self._start_sandbox(channel)
-        state["sandbox"] = sandbox
-        state["sandbox_id"] = sandbox.id
-        port = await self._start_forwarder(state, sandbox, channel)
-        state["interception_base_url"] = channel.base_url(port)
+        channel = await self._open_channel(state, server)
+        channel.model_name = str(state.get("model") or "model")
+        sandbox: Sandbox = state["sandbox"]
         await self.post_sandbox_setup(state)
         env = await self.build_env_vars(state)
         env.update(
@@ -328,12 +324,43 @@ class CliAgentEnv(MultiTurnEnv):
         state["_agent_proc"] = proc
         return state
 
-    async def _start_sandbox(self, channel: Channel) -> Sandbox:
+    async def _open_channel(self, state: State, server: InterceptionServer) -> Channel:
+        """Start the sandbox and open the rollout's channel, reachable from that sandbox only;
+        sets ``sandbox`` and ``interception_base_url``. Local sandboxes (bwrap, subprocess):
+        the channel listens on a socket the sandbox's agent opened on the sandbox's own
+        loopback (no relay process). Docker: a Unix socket bound into the container and a
+        relay (:data:`FORWARDER`) in it."""
+        if self.sandbox_backend == "docker":
+            channel = await server.open_channel()
+            state["_agent_channel"] = channel
+            sandbox = await self._start_sandbox(channel.path)
+            state["sandbox"] = sandbox
+            state["sandbox_id"] = sandbox.id
+            port = await self._start_forwarder(state, sandbox, channel)
+        else:
+            sandbox = await self._start_sandbox(None)
+            state["sandbox"] = sandbox
+            state["sandbox_id"] = sandbox.id
+            # before any code of the task or the agent runs in the sandbox
+            listener = await sandbox.listen_loopback()  # type: ignore[attr-defined]
+            port = int(listener.getsockname()[1])
+            try:
+                channel = await server.open_channel(listener=listener)
+            except BaseException:
+                listener.close()
+                raise
+            state["_agent_channel"] = channel
+        state["interception_base_url"] = channel.base_url(port)
+        return channel
+
+    async def _start_sandbox(self, socket_path: str | None) -> Sandbox:
         from verifiers.sandbox import create_sandbox
 
         options: dict[str, Any] = {}
-        if self.sandbox_backend != "subprocess":
-            options["ro_binds"] = {**self.ro_binds, channel.path: SOCKET_INSIDE}
+        if socket_path is not None:
+            options["ro_binds"] = {**self.ro_binds, socket_path: SOCKET_INSIDE}
+        elif self.sandbox_backend != "subprocess":
+            options["ro_binds"] = dict(self.ro_binds)
         if self.sandbox_backend == "docker" and self.docker_image:
             options["image"] = self.docker_image
         if self.sandbox_backend is None:
@@ -505,7 +532,12 @@ class CliAgentEnv(MultiTurnEnv):
         if task is not None:
             with contextlib.suppress(BaseException):
                 await task
-        if sandbox is not None and sandbox.running and sandbox.backend == "bwrap":
+        if (
+            sandbox is not None
+            and sandbox.running
+            and sandbox.backend == "bwrap"
+            and self._sandbox_outlives_agent()
+        ):
             # what the agent left behind (detached, reparented): in its own pid namespace
             # everything but the sandbox's init dies, so nothing runs during post_rollout or
             # scoring
@@ -517,6 +549,13 @@ class CliAgentEnv(MultiTurnEnv):
             finally:
                 if not self.keep_sandbox_for_scoring:
                     await self._stop_sandbox(state)
+
+    def _sandbox_outlives_agent(self) -> bool:
+        """Whether code runs in the sandbox after the agent (``post_rollout`` overridden, or
+        the sandbox kept for scoring): only then are the agent's leftovers killed first (one
+        more process); otherwise stopping the sandbox ends them."""
+        overridden = type(self).post_rollout is not CliAgentEnv.post_rollout
+        return overridden or self.keep_sandbox_for_scoring
 
     async def _stop_sandbox(self, state: State) -> None:
         sandbox: Sandbox | None = state.get("sandbox")

@@ -1,13 +1,16 @@
 """Model-call interception: an agent program's model requests become rollout steps.
 
 One :class:`InterceptionServer` per environment process. Each rollout opens a
-:class:`Channel`: its own Unix socket (in a private directory of the server) and its own secret.
-The socket is bound into that rollout's sandbox only, where a small forwarder
-(:data:`FORWARDER`, standard-library Python) listens on the sandbox's own loopback and relays
-TCP connections to it, so the agent's base URL is ``http://127.0.0.1:PORT/vf/<secret>/v1``.
-A sandbox without network has nothing else to reach: not the host's loopback, not another
-rollout's socket (it is not in its file system), and a request without its own rollout's
-secret is refused.
+:class:`Channel` with its own secret, listening on a socket only that rollout's sandbox can
+reach. On the local backends (bwrap, subprocess) the sandbox's agent opens a TCP socket
+listening on the sandbox's own loopback and hands it to the host, which accepts the agent's
+connections itself: no relay process, no byte copied twice; the agent's base URL is
+``http://127.0.0.1:PORT/vf/<secret>/v1``. Elsewhere (docker) the channel is a Unix socket (in a
+private directory of the server) bound into the sandbox, where a small forwarder
+(:data:`FORWARDER`, standard-library Python) relays TCP connections to it. A sandbox without
+network has nothing else to reach: not the host's loopback, not another rollout's socket (it is
+in another network namespace, or not in its file system), and a request without its own
+rollout's secret is refused.
 
 The server speaks just enough HTTP/1.1 for OpenAI clients: ``POST .../v1/chat/completions``
 (streamed as server-sent events or not, tools, ``n=1``) and ``GET .../v1/models``; and for
@@ -44,6 +47,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import tempfile
 from collections.abc import Mapping
 
@@ -98,7 +102,7 @@ _MAX_LIMIT_ERRORS = 8
 
 
 class Channel:
-    """One rollout's way in: a Unix socket only its sandbox has, and a secret."""
+    """One rollout's way in: a socket only its sandbox reaches, and a secret."""
 
     def __init__(
         self, server: InterceptionServer, path: str, secret: str, max_pending: int
@@ -117,13 +121,16 @@ class Channel:
         self._limit = asyncio.Event()
         self.closed = False
         #: counts: requests accepted as calls, refused (auth, shape, size, flood), connections,
-        #: requests refused for the byte budgets and bodies cut off by the read timeout
+        #: requests refused for the byte budgets, bodies cut off by the read timeout; request
+        #: body bytes read and answer body bytes written (each byte once: no relay copies)
         self.stats: dict[str, int] = {
             "calls": 0,
             "refused": 0,
             "connections": 0,
             "over_budget": 0,
             "read_timeouts": 0,
+            "body_bytes_in": 0,
+            "answer_bytes_out": 0,
         }
         #: bytes of request bodies this channel holds now (being read or awaiting an answer)
         self.held_bytes = 0
@@ -177,8 +184,9 @@ class Channel:
         handlers = [t for t in self._handlers if t is not asyncio.current_task()]
         if handlers:  # they see the aborted connections and end
             await asyncio.wait(handlers, timeout=1.0)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        if self.path:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
         self._server._channels.discard(self)
 
     # limits ------------------------------------------------------------------------------
@@ -287,6 +295,7 @@ class Channel:
                 writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             keep = headers.get(b"connection", b"").lower() != b"close"
             body = await self._read_body(reader, length) if length else bytearray()
+            self.stats["body_bytes_in"] += len(body)
             path = target.split(b"?", 1)[0]
             dialect: Dialect = (
                 "anthropic" if MESSAGES_ROUTE in path
@@ -387,6 +396,7 @@ class Channel:
                 status, payload, stream = await call._reply
             finally:
                 self._pending.discard(call)
+            self.stats["answer_bytes_out"] += len(payload)
             if stream and status == 200:
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -478,9 +488,20 @@ class InterceptionServer:
             os.chmod(self._dir, 0o711)
         return self._dir
 
-    async def open_channel(self) -> Channel:
-        """A new channel with its own socket and secret, listening."""
+    async def open_channel(self, listener: socket.socket | None = None) -> Channel:
+        """A new channel with its own secret, listening: on ``listener`` when given (a
+        listening socket, e.g. one a sandbox's agent opened on the sandbox's own loopback:
+        ``listen_loopback()`` of the bwrap and subprocess sandboxes; the channel then
+        accepts the sandbox's connections itself and ``path`` is empty), else on a new Unix
+        socket of its own (``path``)."""
         secret = secrets.token_urlsafe(24)
+        if listener is not None:
+            channel = Channel(self, "", secret, self.max_pending)
+            channel._listener = await asyncio.start_server(
+                channel._serve, sock=listener, limit=MAX_HEAD_BYTES
+            )
+            self._channels.add(channel)
+            return channel
         path = os.path.join(self._directory(), f"{secrets.token_hex(16)}.sock")
         channel = Channel(self, path, secret, self.max_pending)
         channel._listener = await asyncio.start_unix_server(

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -384,6 +385,42 @@ static void handle_run(char *buf, size_t len, size_t pos, int *fds, int nfds) {
     jobs[njobs++] = (struct job){pid, id, start, deadline, 0};
 }
 
+/* "listen" with one socket attached: open a TCP socket listening on the sandbox's own
+ * 127.0.0.1 (a port the kernel picks) and send it back over that socket, so that the host
+ * accepts the sandbox's connections itself (no relay process); "error ERRNO" if it cannot. */
+static void handle_listen(int reply) {
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, 64) != 0) {
+        char words[32];
+        int n = snprintf(words, sizeof words, "error %d", errno);
+        if (lfd >= 0) close(lfd);
+        send(reply, words, (size_t)n, MSG_NOSIGNAL);
+        return;
+    }
+    union {
+        char space[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    char ok[] = "ok";
+    struct iovec iov = {ok, 2};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.space;
+    msg.msg_controllen = sizeof control.space;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &lfd, sizeof(int));
+    sendmsg(reply, &msg, MSG_NOSIGNAL);
+    close(lfd);
+}
+
 static void handle(char *buf, size_t len, int *fds, int nfds) {
     size_t pos = 0;
     char *op = field(buf, len, &pos);
@@ -391,6 +428,7 @@ static void handle(char *buf, size_t len, int *fds, int nfds) {
         handle_run(buf, len, pos, fds, nfds);
         return;
     }
+    if (op != NULL && strcmp(op, "listen") == 0 && nfds == 1) handle_listen(fds[0]);
     close_all(fds, nfds);
     if (op != NULL && strcmp(op, "kill") == 0) {
         char *id_s = field(buf, len, &pos);

@@ -20,6 +20,10 @@ host -> agent: NUL-terminated fields (the agent trusts the host)
     command's process group at the deadline; CWD is relative to the work dir (empty: the work
     dir).
     ``kill ID``: kill the command's process group now.
+    ``listen`` with one socket attached: open a TCP socket listening on the sandbox's own
+    ``127.0.0.1`` (port chosen by the kernel) and send it back over that socket as ``ok`` with
+    the descriptor, or ``error ERRNO``: the host then accepts the sandbox's loopback
+    connections itself, with no relay process in between.
 agent -> host (ASCII words: the host does not trust the sandbox, and parses numbers only)
     ``ready PID`` once, at start.
     ``exit ID STATUS TIMED_OUT DURATION CPU MAXRSS_KB``: the command ended; ``STATUS`` is the
@@ -211,6 +215,30 @@ def _recv(sock: _socket.socket) -> tuple[bytes, list[int]]:
     return data, fds
 
 
+def _listen(reply_fd: int) -> None:
+    """The ``listen`` message: a listening socket on the sandbox's loopback, sent back."""
+    reply = _socket.socket(fileno=reply_fd)
+    try:
+        try:
+            lsock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        except OSError as e:
+            reply.send(b"error %d" % (e.errno or 0))
+            return
+        try:
+            lsock.bind(("127.0.0.1", 0))
+            lsock.listen(64)
+            fd = lsock.fileno().to_bytes(4, sys.byteorder)
+            reply.sendmsg([b"ok"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd)])
+        except OSError as e:
+            reply.send(b"error %d" % (e.errno or 0))
+        finally:
+            lsock.close()
+    except OSError:
+        pass
+    finally:
+        reply.detach()  # closed by the caller
+
+
 def _handle(
     data: bytes,
     fds: "list[int]",
@@ -248,6 +276,8 @@ def _handle(
         jobs[pid] = job
         by_id[job.id] = job
     else:
+        if op == b"listen" and len(fds) == 1:
+            _listen(fds[0])
         for fd in fds:
             os.close(fd)
         target = by_id.get(int(fields[1])) if op == b"kill" and len(fields) > 1 else None

@@ -528,6 +528,21 @@ class AgentSandbox(Sandbox):
             max_rss_mb=float(info["maxrss_kb"]) / 1024.0,
         )
 
+    async def listen_loopback(self) -> socket.socket:
+        """A TCP socket listening on the sandbox's own ``127.0.0.1`` (its network namespace;
+        the host's loopback without one), opened by the sandbox's agent: the caller accepts
+        the sandbox's connections itself, with no process in between. Ask before running
+        untrusted code in the sandbox (the descriptor is checked, not trusted)."""
+        from verifiers.sandbox._listen import receive_listener
+
+        host, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with host:
+            try:
+                await self._send(b"listen\0", [theirs.fileno()])
+            finally:
+                theirs.close()
+            return await receive_listener(host, self.id, self.limits.start_timeout)
+
     async def _spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> SandboxProcess:
         loop = asyncio.get_running_loop()
         job = _Job(next(self._ids), loop)
