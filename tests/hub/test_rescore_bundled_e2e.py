@@ -184,33 +184,8 @@ def rescored(
     return rows
 
 
-NESTED = (
-    "its rubric (or, for python-repl's oracle, its tool) starts a bwrap sandbox of its own, "
-    "and the worker's sandbox cannot hold one: it runs with --disable-userns and a seccomp "
-    "filter refusing unshare and mount (bwrap: 'Creating new namespace failed: nesting depth "
-    "... exceeded (ENOSPC)'), so each record is listed not re-scorable"
-)
-#: what the worker cannot re-score today, and why (strict: each passes once that is fixed)
-CANNOT = {
-    ("code", "oracle"): NESTED,
-    ("code", "toy"): NESTED,
-    ("python-repl", "oracle"): NESTED,  # the echo model calls no tool: its run re-scores
-    ("swe-lite", "oracle"): NESTED,
-    ("swe-lite", "toy"): NESTED,
-    ("swe-agent", "oracle"): "the job fails before any record: the worker extracts the "
-    "release's wheel alone, without its dependencies (`import vf_swe_lite` fails: vf-swe-agent "
-    "depends on vf-swe-lite); with it, load_environment installs mini-swe-agent from PyPI "
-    "(the sandbox has no network and no bind of the host's agent cache); then " + NESTED,
-}
-CANNOT[("swe-agent", "toy")] = CANNOT[("swe-agent", "oracle")]
 #: a v1 taskset has no oracle (it needs a model): its run is the scripted model's
-CASES = [
-    pytest.param(env_id, model, marks=[pytest.mark.xfail(reason=CANNOT[(env_id, model)])])
-    if (env_id, model) in CANNOT
-    else (env_id, model)
-    for env_id in BUNDLED.values()
-    for model in RUNS
-] + [(V1, "toy")]
+CASES = [(env_id, model) for env_id in BUNDLED.values() for model in RUNS] + [(V1, "toy")]
 
 
 @pytest.mark.parametrize(("env_id", "model"), CASES)
@@ -224,19 +199,3 @@ def test_the_run_is_listed_re_scored_with_no_mismatch(
     assert row["pinned"] is True
     expected = "gold" if model == "oracle" else "re-scored"
     assert row["provenance"] == expected, row
-
-
-@pytest.mark.parametrize(("env_id", "model"), sorted(CANNOT))
-def test_a_run_the_worker_cannot_replay_is_listed_so_never_as_a_mismatch(
-    rescored: dict[tuple[str, str], dict[str, Any]], env_id: str, model: str
-) -> None:
-    """Until the cases above are fixed, what the hub says of them is honest: not re-scorable
-    (or the re-score failed, with its log), no mismatch, nothing re-scored or gold."""
-    row = rescored[(env_id, model)]
-    rs = row["rescore"]
-    assert row["provenance"] in ("not re-scorable", "self-reported (re-score failed)"), row
-    assert row["gold"] is False and not rs.get("mismatches"), rs
-    if rs["status"] == "failed":
-        assert "No module named 'vf_swe_lite'" in rs["error"], rs
-    else:
-        assert rs["status"] == "unscorable" and rs["unscorable"] == 2, rs
