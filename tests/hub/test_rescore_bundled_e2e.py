@@ -5,7 +5,9 @@ worker lists "re-scored" (the oracle's: "gold") with zero mismatches; and a v1 r
 pushes with ``vf eval push RUN_DIR`` and is re-scored.
 
 One hub (SQLite, local storage), one worker drain for all the runs: the worker replays each
-record in its bubblewrap sandbox from the release's wheel as uploaded, never from this tree.
+record in its bubblewrap sandbox from the release's wheel as uploaded, never from this tree
+(and a dependency from the hub's wheel of it: swe-agent's vf-swe-lite). The sandbox is nested:
+code, python-repl, swe-lite and swe-agent start sandboxes of their own while they score.
 """
 
 from __future__ import annotations
@@ -199,3 +201,23 @@ def test_the_run_is_listed_re_scored_with_no_mismatch(
     assert row["pinned"] is True
     expected = "gold" if model == "oracle" else "re-scored"
     assert row["provenance"] == expected, row
+
+
+def test_swe_agent_s_dependency_came_from_the_hub(
+    sqlite_hub: Hub, rescored: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    """vf-swe-agent requires vf-swe-lite: the job installed the wheel this hub holds (this
+    interpreter's vf-swe-lite is an editable install, which the sandbox cannot see)."""
+    from sqlalchemy import select
+
+    from hub_server import models as m
+
+    for model in RUNS:
+        result_id = _result_id(sqlite_hub, rescored[("swe-agent", model)]["run_id"])
+        with sqlite_hub.service.session() as db:
+            job = db.scalar(
+                select(m.Job).where(m.Job.kind == "rescore", m.Job.subject_id == result_id)
+            )
+            assert job is not None and job.status == "done", job
+            log = str(job.log)
+        assert "dependency: vf-swe-lite 0.1.0 from this hub (vf_swe_lite-0.1.0-" in log, log[:2000]

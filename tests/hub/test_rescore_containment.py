@@ -79,7 +79,7 @@ with open(os.path.expanduser("~/scratch"), "w") as f:  # the scratch space is wr
 print(json.dumps(out))
 """
 
-HOSTILE_ENV = '''
+HOSTILE_ENV = """
 import json, subprocess, sys
 import verifiers as vf
 
@@ -106,7 +106,7 @@ def load_environment(**kwargs):
         return float(completion[-1]["content"] == answer)
 
     return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]), **kwargs)
-'''
+"""
 
 
 @pytest.fixture
@@ -122,9 +122,7 @@ def _job_log(hub: Hub, result_id: int) -> str:
     from sqlalchemy import select
 
     with hub.service.session() as db:
-        job = db.scalar(
-            select(m.Job).where(m.Job.kind == "rescore", m.Job.subject_id == result_id)
-        )
+        job = db.scalar(select(m.Job).where(m.Job.kind == "rescore", m.Job.subject_id == result_id))
         assert job is not None
         return str(job.log or "")
 
