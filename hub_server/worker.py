@@ -14,7 +14,10 @@ Two kinds of job (see :mod:`hub_server.services.jobs` for the queue):
     with the pushed rewards: ``agree`` or ``mismatch`` (with the first differences).
 
 Environment code runs only inside the sandbox: no network, a read-only view of the job
-directory, this installation's ``verifiers`` and its dependencies, memory and time limits.
+directory, this installation's ``verifiers`` and its dependencies, memory and time limits. A
+re-score job's sandbox is nested (the environment may sandbox its own grading inside it), gets
+the release's dependencies from the hub (:mod:`hub_server.jobdeps`) and the machine's agent
+cache read-only; see docs/security.md.
 A job that crashes or times out is retried with a back-off, then marked failed with its log.
 """
 
