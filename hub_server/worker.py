@@ -14,7 +14,10 @@ Two kinds of job (see :mod:`hub_server.services.jobs` for the queue):
     with the pushed rewards: ``agree`` or ``mismatch`` (with the first differences).
 
 Environment code runs only inside the sandbox: no network, a read-only view of the job
-directory, this installation's ``verifiers`` and its dependencies, memory and time limits.
+directory, this installation's ``verifiers`` and its dependencies, memory and time limits. A
+re-score job's sandbox is nested (the environment may sandbox its own grading inside it), gets
+the release's dependencies from the hub (:mod:`hub_server.jobdeps`) and the machine's agent
+cache read-only; see docs/security.md.
 A job that crashes or times out is retried with a back-off, then marked failed with its log.
 """
 
@@ -57,6 +60,7 @@ REWARD_TOLERANCE = 1e-6
 MAX_REPORT = 64 * 1024  # bytes of a validation report kept on the release
 MISMATCH_EXAMPLES = 5
 ORACLE_MODELS = frozenset({"oracle"})  # a run claiming these is checked against the oracle
+AGENT_CACHE_INSIDE = "/opt/vf/agents"  # where a re-score job sees the machine's agent cache
 
 
 class JobError(Exception):
@@ -254,18 +258,43 @@ def _sdk_binds() -> tuple[dict[str, str], str]:
     return binds, "/job/site:/opt/vf/sdk:/opt/vf/lib/site-packages"
 
 
+def _agent_cache_bind() -> tuple[dict[str, str], dict[str, str]]:
+    """The agent programs this machine has cached (``verifiers.agents.installs``), read-only at
+    :data:`AGENT_CACHE_INSIDE`, for environments whose sandboxes run one; nothing when there
+    is no cache."""
+    from verifiers.agents.installs import agent_cache_dir
+
+    cache = agent_cache_dir()
+    if not cache.is_dir():
+        return {}, {}
+    return {str(cache.resolve()): AGENT_CACHE_INSIDE}, {"VF_AGENT_CACHE": AGENT_CACHE_INSIDE}
+
+
 def run_in_sandbox(
-    job_dir: Path, argv: list[str], out_name: str, *, timeout: float, backend: str | None = None
+    job_dir: Path,
+    argv: list[str],
+    out_name: str,
+    *,
+    timeout: float,
+    backend: str | None = None,
+    nested: bool = False,
 ) -> tuple[bytes, str]:
     """Run ``python3 /job/sandbox_tasks.py ARGV...`` in a fresh sandbox that sees ``job_dir``
     read-only at ``/job``; returns the file it wrote (``out_name`` in its work dir) and its
-    output (stdout and stderr, bounded) for the log."""
+    output (stdout and stderr, bounded) for the log. The job's dependencies from the hub, if
+    any, are in ``job_dir/deps/*`` (after its own ``site`` on the path). ``nested``: the
+    environment may start sandboxes of its own (bwrap's ``nested`` mode; see
+    docs/security.md), and sees this machine's agent cache read-only."""
     from verifiers.sandbox import SandboxLimits, create_sandbox
 
     shutil.copyfile(TASKS, job_dir / "sandbox_tasks.py")
     (job_dir / "sandbox_tasks.py").chmod(0o644)
     binds, pythonpath = _sdk_binds()
     binds[str(job_dir)] = "/job"
+    deps = sorted(p.name for p in (job_dir / "deps").glob("*") if p.is_dir())
+    if deps:
+        own, _, rest = pythonpath.partition(":")
+        pythonpath = ":".join([own, *(f"/job/deps/{d}" for d in deps), rest])
     limits = SandboxLimits(
         memory_mb=4096, cpu_seconds=int(timeout) + 5, timeout=timeout, processes=128,
         disk_mb=512, max_output_bytes=256 * 1024,
@@ -282,6 +311,12 @@ def run_in_sandbox(
     async def go() -> tuple[bytes, str]:
         options: dict[str, Any] = {}
         if backend in (None, "bwrap"):
+            if nested:
+                agent_binds, agent_env = _agent_cache_bind()
+                binds.update(agent_binds)
+                # the sandboxes inside start the Python agent (nothing compiled per job)
+                env.update(agent_env, VF_SANDBOX_AGENT="python")
+                options["nested"] = True
             options["ro_binds"] = binds
         sb = create_sandbox(backend or "bwrap", limits=limits, **options)
         async with sb:
@@ -377,6 +412,7 @@ def rescore_job(worker: Worker, job: Claimed) -> str:
         _fetch(service, f.blob_key, wheel)
         _extract_wheel(wheel, job_dir / "site")
         wheel.unlink()
+        used = _install_dependencies(service, release_id, job_dir / "deps")
         records = job_dir / "records.jsonl"
         _inflate_records(service, key, records)
         data, output = run_in_sandbox(
@@ -385,7 +421,9 @@ def rescore_job(worker: Worker, job: Claimed) -> str:
             "rewards.jsonl",
             timeout=worker.settings.job_timeout_s,
             backend=worker.backend,
+            nested=True,
         )
+        output = "".join(f"dependency: {d}\n" for d in used) + output
         outcome = compare_rewards(records, data, rollouts_per_example=per_example)
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
@@ -407,6 +445,28 @@ def rescore_job(worker: Worker, job: Claimed) -> str:
         f"re-scored {outcome['records']} records of run {job.subject_id}: {outcome['status']}"
         f"{' (gold)' if gold else ''}\n{output}"
     )
+
+
+def _install_dependencies(service: Any, release_id: int, deps_dir: Path) -> list[str]:
+    """Extract the wheels of the release's dependencies from the hub
+    (:func:`hub_server.jobdeps.hub_dependencies`) into ``deps_dir/N``; what was used, for the
+    job's log."""
+    from hub_server.jobdeps import UnresolvedDependency, hub_dependencies
+
+    try:
+        with service.session() as db:
+            found = hub_dependencies(db, release_id)
+    except UnresolvedDependency as e:
+        raise JobError(str(e)) from None
+    for n, dep in enumerate(found):
+        wheel = deps_dir / dep.file.filename
+        deps_dir.mkdir(exist_ok=True)
+        _fetch(service, dep.file.blob_key, wheel)
+        _extract_wheel(wheel, deps_dir / f"{n:02d}")
+        wheel.unlink()
+    if found:
+        _readable(deps_dir)
+    return [dep.describe() for dep in found]
 
 
 def _reward(v: Any) -> float | None:

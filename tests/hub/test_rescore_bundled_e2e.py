@@ -5,7 +5,9 @@ worker lists "re-scored" (the oracle's: "gold") with zero mismatches; and a v1 r
 pushes with ``vf eval push RUN_DIR`` and is re-scored.
 
 One hub (SQLite, local storage), one worker drain for all the runs: the worker replays each
-record in its bubblewrap sandbox from the release's wheel as uploaded, never from this tree.
+record in its bubblewrap sandbox from the release's wheel as uploaded, never from this tree
+(and a dependency from the hub's wheel of it: swe-agent's vf-swe-lite). The sandbox is nested:
+code, python-repl, swe-lite and swe-agent start sandboxes of their own while they score.
 """
 
 from __future__ import annotations
@@ -184,33 +186,8 @@ def rescored(
     return rows
 
 
-NESTED = (
-    "its rubric (or, for python-repl's oracle, its tool) starts a bwrap sandbox of its own, "
-    "and the worker's sandbox cannot hold one: it runs with --disable-userns and a seccomp "
-    "filter refusing unshare and mount (bwrap: 'Creating new namespace failed: nesting depth "
-    "... exceeded (ENOSPC)'), so each record is listed not re-scorable"
-)
-#: what the worker cannot re-score today, and why (strict: each passes once that is fixed)
-CANNOT = {
-    ("code", "oracle"): NESTED,
-    ("code", "toy"): NESTED,
-    ("python-repl", "oracle"): NESTED,  # the echo model calls no tool: its run re-scores
-    ("swe-lite", "oracle"): NESTED,
-    ("swe-lite", "toy"): NESTED,
-    ("swe-agent", "oracle"): "the job fails before any record: the worker extracts the "
-    "release's wheel alone, without its dependencies (`import vf_swe_lite` fails: vf-swe-agent "
-    "depends on vf-swe-lite); with it, load_environment installs mini-swe-agent from PyPI "
-    "(the sandbox has no network and no bind of the host's agent cache); then " + NESTED,
-}
-CANNOT[("swe-agent", "toy")] = CANNOT[("swe-agent", "oracle")]
 #: a v1 taskset has no oracle (it needs a model): its run is the scripted model's
-CASES = [
-    pytest.param(env_id, model, marks=[pytest.mark.xfail(reason=CANNOT[(env_id, model)])])
-    if (env_id, model) in CANNOT
-    else (env_id, model)
-    for env_id in BUNDLED.values()
-    for model in RUNS
-] + [(V1, "toy")]
+CASES = [(env_id, model) for env_id in BUNDLED.values() for model in RUNS] + [(V1, "toy")]
 
 
 @pytest.mark.parametrize(("env_id", "model"), CASES)
@@ -226,17 +203,21 @@ def test_the_run_is_listed_re_scored_with_no_mismatch(
     assert row["provenance"] == expected, row
 
 
-@pytest.mark.parametrize(("env_id", "model"), sorted(CANNOT))
-def test_a_run_the_worker_cannot_replay_is_listed_so_never_as_a_mismatch(
-    rescored: dict[tuple[str, str], dict[str, Any]], env_id: str, model: str
+def test_swe_agent_s_dependency_came_from_the_hub(
+    sqlite_hub: Hub, rescored: dict[tuple[str, str], dict[str, Any]]
 ) -> None:
-    """Until the cases above are fixed, what the hub says of them is honest: not re-scorable
-    (or the re-score failed, with its log), no mismatch, nothing re-scored or gold."""
-    row = rescored[(env_id, model)]
-    rs = row["rescore"]
-    assert row["provenance"] in ("not re-scorable", "self-reported (re-score failed)"), row
-    assert row["gold"] is False and not rs.get("mismatches"), rs
-    if rs["status"] == "failed":
-        assert "No module named 'vf_swe_lite'" in rs["error"], rs
-    else:
-        assert rs["status"] == "unscorable" and rs["unscorable"] == 2, rs
+    """vf-swe-agent requires vf-swe-lite: the job installed the wheel this hub holds (this
+    interpreter's vf-swe-lite is an editable install, which the sandbox cannot see)."""
+    from sqlalchemy import select
+
+    from hub_server import models as m
+
+    for model in RUNS:
+        result_id = _result_id(sqlite_hub, rescored[("swe-agent", model)]["run_id"])
+        with sqlite_hub.service.session() as db:
+            job = db.scalar(
+                select(m.Job).where(m.Job.kind == "rescore", m.Job.subject_id == result_id)
+            )
+            assert job is not None and job.status == "done", job
+            log = str(job.log)
+        assert "dependency: vf-swe-lite 0.1.0 from this hub (vf_swe_lite-0.1.0-" in log, log[:2000]

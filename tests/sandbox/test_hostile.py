@@ -90,6 +90,36 @@ async def test_seccomp_filter_denies_each_listed_system_call() -> None:
         assert required in seen
 
 
+_INNER_BWRAP = ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib",
+                "/lib", "--symlink", "usr/lib64", "/lib64", "--", "/usr/bin/true"]  # fmt: skip
+
+
+async def test_a_nested_sandbox_lets_through_only_what_bwrap_needs_to_build_one() -> None:
+    """``nested=True`` (the hub's re-score jobs): unshare, mount, umount2 and pivot_root get
+    past the filter (``unshare(0)`` runs, a mount with no arguments fails with the kernel's
+    EINVAL or EFAULT; ``pivot_root(NULL, NULL)`` gets the kernel's EPERM for want of a
+    capability, so the bwrap run inside, which needs it, is its proof); every other listed call
+    is still refused."""
+    import json
+    import platform
+
+    from verifiers.sandbox._seccomp import DENIED, NESTED_ALLOWED
+
+    column = 1 if platform.machine().lower() in ("aarch64", "arm64") else 0
+    numbers = {n: nrs[column] for n, nrs in DENIED.items() if nrs[column] is not None}
+    async with create_sandbox("bwrap", nested=True) as sb:
+        r = await sb.exec(["python3", "-c", _SYSCALLS, json.dumps(numbers)])
+        inner = await sb.exec(_INNER_BWRAP)
+    seen = json.loads(r.stdout)
+    assert seen.pop("seccomp") == "2"
+    refused = {name for name, got in seen.items() if got == "EPERM"}
+    assert set(numbers) - refused == set(NESTED_ALLOWED) - {"pivot_root"}, seen
+    assert inner.exit_code == 0, inner.stderr
+    async with create_sandbox("bwrap") as strict:
+        inner = await strict.exec(_INNER_BWRAP)
+    assert inner.exit_code != 0 and "namespace" in inner.stderr, inner.stderr
+
+
 async def test_seccomp_blocks_other_architectures_tables() -> None:
     import platform
 

@@ -83,6 +83,11 @@ def _child(run: list, fds: list, workdir: str) -> None:  # type: ignore[type-arg
             os.dup2(fd, target)
         os.closerange(3, 1 << 16)
         for name, value in _LIMITS:
+            # never above what this process may have (a sandbox inside a sandbox): the
+            # tighter limit stands, as in the C agent
+            hard = resource.getrlimit(name)[1]
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
             resource.setrlimit(name, (value, value))
         cwd = run[3].decode("utf-8", "surrogateescape") or "."
         if not cwd.startswith("/"):

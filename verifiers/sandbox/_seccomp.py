@@ -8,6 +8,14 @@ the key rings), or change the machine or the sandbox's own set-up (the mount fam
 ``unshare``/``setns``, ``kexec_*``, modules, handles to host files, swap, reboot, the clock) fail
 with ``EPERM``. A system call of another architecture (32-bit ``int 0x80``, the x32 ABI) fails
 too, so that no number escapes the list through another table.
+
+The *nested* variant (``filter_program(nested=True)``, for a sandbox whose programs start
+sandboxes of their own) lets through what bwrap needs to build one: ``unshare``, and ``mount``,
+``umount2`` and ``pivot_root``, which the kernel then allows only in mount namespaces that the
+caller's own new user namespace owns (the mounts it inherits stay locked, read-only ones
+read-only). Everything else stays refused, and so does a netfilter netlink socket (nftables'
+and iptables' configuration, the kernel code a new network namespace would otherwise expose to
+the sandbox). See docs/security.md.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import errno
 import platform
 import struct
 
-__all__ = ["DENIED", "filter_program"]
+__all__ = ["DENIED", "NESTED_ALLOWED", "filter_program"]
 
 # the names, with their numbers on x86_64 and aarch64
 DENIED: dict[str, tuple[int, int | None]] = {
@@ -67,6 +75,12 @@ DENIED: dict[str, tuple[int, int | None]] = {
     "ioperm": (173, None),
 }
 
+#: what the nested variant lets through (bwrap building a sandbox inside the sandbox)
+NESTED_ALLOWED = frozenset({"unshare", "mount", "umount2", "pivot_root"})
+_SOCKET = (41, 198)  # socket(2) on x86_64 and aarch64
+_AF_NETLINK = 16
+_NETLINK_NETFILTER = 12
+
 _ARCHES = {"x86_64": (0xC000003E, 0), "amd64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}
 _ARCHES["arm64"] = _ARCHES["aarch64"]
 _X32_BIT = 0x40000000
@@ -83,21 +97,35 @@ def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def filter_program(machine: str | None = None) -> bytes:
+def filter_program(machine: str | None = None, *, nested: bool = False) -> bytes:
     """The filter for this machine (``platform.machine()``), as bwrap reads it: an array of
-    ``struct sock_filter``. Raises ``ValueError`` on an architecture it has no table for."""
+    ``struct sock_filter``; ``nested``: the variant for a sandbox that may hold sandboxes
+    (see the module docstring). Raises ``ValueError`` on an architecture it has no table
+    for."""
     name = (machine or platform.machine()).lower()
     if name not in _ARCHES:
         raise ValueError(f"no seccomp table for the {name} architecture")
     arch, column = _ARCHES[name]
     deny = _insn(_RET_K, _RET_ERRNO | errno.EPERM)
-    numbers = sorted({nr for nrs in DENIED.values() if (nr := nrs[column]) is not None})
+    denied = {k: v for k, v in DENIED.items() if not (nested and k in NESTED_ALLOWED)}
+    numbers = sorted({nr for nrs in denied.values() if (nr := nrs[column]) is not None})
     body = [_insn(_LD_ABS_W, 0)]  # seccomp_data.nr
     if arch == 0xC000003E:
         body += [_insn(_JGE_K, _X32_BIT, 0, 1), deny]
     for nr in numbers:
         body += [_insn(_JEQ_K, nr, 0, 1), deny]
-    body.append(_insn(_RET_K, _RET_ALLOW))
+    allow = _insn(_RET_K, _RET_ALLOW)
+    if nested:  # socket(AF_NETLINK, *, NETLINK_NETFILTER): refused (the int arguments are
+        # the low words of seccomp_data.args[0] and args[2], at offsets 16 and 32)
+        body += [
+            _insn(_JEQ_K, _SOCKET[column], 0, 5),
+            _insn(_LD_ABS_W, 16),
+            _insn(_JEQ_K, _AF_NETLINK, 0, 3),
+            _insn(_LD_ABS_W, 32),
+            _insn(_JEQ_K, _NETLINK_NETFILTER, 0, 1),
+            deny,
+        ]
+    body.append(allow)
     head = [
         _insn(_LD_ABS_W, 4),  # seccomp_data.arch
         _insn(_JEQ_K, arch, 1, 0),

@@ -163,7 +163,10 @@ def _sandbox_python() -> tuple[str, list[str]]:
 
 class BwrapSandbox(AgentSandbox):
     """A sandbox made with bubblewrap (Linux). ``ro_binds`` maps extra host paths (read-only)
-    into the sandbox: ``{"/host/wheels": "/wheels"}``."""
+    into the sandbox: ``{"/host/wheels": "/wheels"}``. ``nested=True``: programs inside may
+    start bwrap sandboxes of their own (user namespaces are not disabled, and the seccomp
+    filter lets bwrap's namespace and mount calls through; see ``_seccomp`` and
+    docs/security.md); the sandbox's own limits are unchanged."""
 
     backend = "bwrap"
     isolated = True
@@ -177,9 +180,11 @@ class BwrapSandbox(AgentSandbox):
         bwrap: str | None = None,
         agent: str = "auto",
         host_network: bool = False,
+        nested: bool = False,
     ) -> None:
         super().__init__(limits, network=network, agent=agent)
         self.ro_binds = dict(ro_binds or {})
+        self.nested = bool(nested)
         # network=True: the sandbox's own network namespace behind user-mode networking
         # (slirp4netns): the outside is reachable, the host's loopback services are not.
         # host_network=True shares the host's network instead (an explicit opt-in).
@@ -246,7 +251,9 @@ class BwrapSandbox(AgentSandbox):
 
     def _bwrap_args(self, python_binds: Sequence[str]) -> list[str]:
         lim = self.limits
-        args = ["--unshare-all", "--unshare-user", "--disable-userns"]
+        args = ["--unshare-all", "--unshare-user"]
+        if not self.nested:  # no user namespace can be made inside (so no mount, no unshare)
+            args.append("--disable-userns")
         if self.host_network:
             args.append("--share-net")
         args += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
@@ -273,7 +280,7 @@ class BwrapSandbox(AgentSandbox):
             binary = os.open(self._native, os.O_RDONLY | os.O_CLOEXEC)
             self._launch_fds.append(binary)
             args += ["--perms", "0555", "--file", str(binary), _AGENT_INSIDE]
-        args += ["--seccomp", str(self._data_fd(_seccomp_filter()))]
+        args += ["--seccomp", str(self._data_fd(_seccomp_filter(self.nested)))]
         args += ["--proc", "/proc", "--dev", "/dev"]
         # /dev is bwrap's tmpfs, unsized and writable: made read-only; /dev/shm, the one
         # place there programs need to write, gets its own tmpfs sized like the others
@@ -463,10 +470,10 @@ async def _read_json_object(fd: int) -> bytes:
 
 
 @functools.cache
-def _seccomp_filter() -> bytes:
+def _seccomp_filter(nested: bool = False) -> bytes:
     from verifiers.sandbox._seccomp import filter_program
 
-    return filter_program()
+    return filter_program(nested=nested)
 
 
 _NS_GET_USERNS = 0xB701  # ioctl on a namespace fd: the user namespace that owns it
