@@ -352,13 +352,17 @@ def validate_job(worker: Worker, job: Claimed) -> str:
         _fetch(service, f.blob_key, wheel)
         _extract_wheel(wheel, job_dir / "site")
         wheel.unlink()
+        used = _install_dependencies(service, job.subject_id, job_dir / "deps")
+        # nested: an environment that grades in a sandbox of its own validates as it re-scores
         data, output = run_in_sandbox(
             job_dir,
             ["validate", env_id],
             "report.json",
             timeout=worker.settings.job_timeout_s,
             backend=worker.backend,
+            nested=True,
         )
+        output = "".join(f"dependency: {d}\n" for d in used) + output
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
     try:
