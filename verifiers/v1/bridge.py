@@ -163,12 +163,23 @@ class V1Environment(Environment):
         _fill(state, episode)
 
 
+def _opening_len(trace: Trace[Any, Any, Any]) -> int:
+    """How many messages open the trace's last branch before its first sampled reply: the
+    task's prompt, with the system prompt a program harness (``bash``) put first."""
+    branch: list[int] = []
+    at: int | None = len(trace.nodes) - 1 if trace.nodes else None
+    while at is not None:
+        branch.append(at)
+        at = trace.nodes[at].parent
+    branch.reverse()
+    return next((i for i, n in enumerate(branch) if trace.nodes[n].sampled), len(branch))
+
+
 def _fill(state: State, episode: Episode[Any, Any, Any]) -> None:
     traces: list[Trace[Any, Any, Any]] = list(episode.traces)
     if traces:
         first = traces[0]
-        sent = len(state["prompt"]) if isinstance(state["prompt"], list) else 0
-        state["completion"] = [_wire(m) for m in first.messages[sent:]]
+        state["completion"] = [_wire(m) for m in first.messages[_opening_len(first) :]]
         state["stop_condition"] = first.stop_condition
         state["turn"] = sum(t.num_turns for t in traces)
         used = [t.usage for t in traces if t.usage is not None]

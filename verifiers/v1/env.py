@@ -121,7 +121,7 @@ class Env(ABC, Generic[EnvConfigT]):
                 resolved = resolve_agent(
                     spec, model=model, sampling=run_sampling, harness=self._default_harness
                 )
-                plan[name] = (resolved, harness_for(resolved.harness or "null"))
+                plan[name] = (resolved, harness_for(resolved.harness or "bash"))
             self._seat_plans[key] = plan
         seats: dict[str, Agent] = {}
         for name, (resolved, harness) in plan.items():

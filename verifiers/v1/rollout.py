@@ -136,7 +136,11 @@ class Rollout:
                     "through agent.interaction() and open it with turn(message)"
                 )
             async with asyncio.timeout(self._timeouts.setup):
-                if self._collect_artifacts or hooks_need_runtime(self.task):
+                if (
+                    self._collect_artifacts
+                    or hooks_need_runtime(self.task)
+                    or hasattr(self.agent.harness, "open_runtime")  # one workspace per rollout
+                ):
                     self.runtime = await open_task_runtime(
                         self.agent, trace, self.task.runtime_env()
                     )

@@ -301,7 +301,8 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         self, channel: Channel, watcher: asyncio.Task[int], tail: bytearray, trace: Trace
     ) -> bool:
         """How the program's run ended once it made no further call: over the interception
-        server's limits or a failing exit (raised), its exit, or its time up."""
+        server's limits or a failing exit (raised), its exit (the turn handed back: False),
+        or its time up (True: the rollout is over)."""
         if channel.limit_errors:
             raise HarnessError(
                 f"the {type(self).__name__} program went over the interception server's "
@@ -315,8 +316,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     f"{trace.num_turns} model call(s): "
                     f"{tail.decode('utf-8', 'replace')[-2000:]}"
                 )
-            trace.stop("agent_completed")
-            return True
+            return False  # the turn is handed back (a plain run then ends agent_completed)
         trace.is_timeout = True
         trace.stop("agent_timeout")
         return True
