@@ -97,9 +97,17 @@ class _EpisodeRubric(Rubric):
 
 
 class V1Environment(Environment):
-    """A v1 ``Env`` as a classic environment (see the module docstring)."""
+    """A v1 ``Env`` as a classic environment (see the module docstring). Like a classic
+    environment it runs in process: a seat naming no harness runs ``null`` here, where the
+    v1 run (``run_eval``) gives it 0.4.0's ``bash``."""
 
     def __init__(self, env: Env[Any], *, select: SelectConfig | None = None, **kwargs: Any) -> None:
+        if env.default_harness.id == "bash":
+            # a classic environment runs in process: its seats that name no harness (and whose
+            # taskset bundles none) run the null chat loop here, not 0.4.0's default program
+            from verifiers.v1.harness import NullHarnessConfig
+
+            env.default_harness = NullHarnessConfig()
         self.v1_env = env
         self._select = select
         self._tasks: dict[int, Task[Any, Any, Any]] = {}

@@ -13,7 +13,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from verifiers.v1.agent import Agent, Agents
-from verifiers.v1.configs import AgentConfig, EnvConfig, SelectConfig
+from verifiers.v1.configs import AgentConfig, EnvConfig, HarnessConfig, SelectConfig
 from verifiers.v1.configs.agent import agent_config_fields, resolve_agent
 from verifiers.v1.configs.retries import RetryBudget
 from verifiers.v1.errors import AgentError, EnvError, V1Error
@@ -78,6 +78,16 @@ class Env(ABC, Generic[EnvConfigT]):
         self._default_harness = default_harness_config(self.config.taskset.id)
         self._seat_plans: dict[tuple[str, str], dict[str, tuple[AgentConfig, Harness[Any]]]] = {}
         self._clients: dict[str, Any] = {}
+
+    @property
+    def default_harness(self) -> HarnessConfig:
+        """What a seat naming no harness runs: the taskset's bundled harness, else ``bash``."""
+        return self._default_harness
+
+    @default_harness.setter
+    def default_harness(self, harness: HarnessConfig) -> None:
+        self._default_harness = harness
+        self._seat_plans.clear()
 
     @classmethod
     def config_type(cls) -> type[EnvConfig]:
