@@ -75,6 +75,10 @@ async def main(module, base_url, warmup, n):
     env_cls = next((c for c in classes if issubclass(c, vf.Env)), vf.SingleAgentEnv)
     taskset = taskset_cls(taskset_cls.config_type()())
     env = env_cls(taskset)
+    from verifiers.v1.configs.agent import agent_config_fields
+    for name, seat in agent_config_fields(env.config).items():  # ours: the null harness, pinned
+        if seat.harness is None:
+            setattr(env.config, name, seat.model_copy(update={"harness": vf.NullHarnessConfig()}))
     client = NativeClient(base_url)
     sampling = {"extra_body": {"return_token_ids": True}}
     tasks = list(env.tasks())

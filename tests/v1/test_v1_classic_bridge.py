@@ -117,3 +117,13 @@ def test_env_args_configure_the_seats_through_an_env_key() -> None:
     assert config.taskset.sentences == ["a"]
     with pytest.raises(vf.ConfigError, match="agent"):
         vf.load_environment("two-seats-v1", env={"agent": {"max_turns": 3}})
+
+
+def test_a_bridged_env_runs_unpinned_seats_in_process_and_a_v1_run_runs_bash() -> None:
+    env = vf.load_environment("someone/count-words-v1", sentences=["a b"])
+    bridged = env.v1_env.agents("http://h/v1", "m").agent  # type: ignore[attr-defined]
+    assert bridged.harness.name == "null"
+    from verifiers.v1 import load_env
+
+    native = load_env("count-words-v1").agents("http://h/v1", "m").agent
+    assert native.harness.name == "bash"

@@ -61,10 +61,14 @@ def test_the_env_block_narrows_to_the_env_config_and_seat_harnesses_to_theirs(
 async def test_run_eval_writes_config_and_episodes_and_resume_reruns_only_failures(
     tmp_path: Path,
 ) -> None:
-    answers = iter(["2", "oops", "3", "3"])  # task 0 right, task 1 wrong, then two retries
+    asked: dict[str, int] = {}
 
     def respond(request: dict[str, Any]) -> str:
-        return next(answers)
+        """By the sentence asked (the tasks run concurrently): "a b c" is answered wrong the
+        first time, everything else right."""
+        sentence = request["messages"][-1]["content"].split(":")[1].strip()
+        asked[sentence] = asked.get(sentence, 0) + 1
+        return "oops" if (sentence, asked[sentence]) == ("a b c", 1) else str(len(sentence.split()))
 
     cfg = config(tmp_path, num_rollouts=1)
     async with OpenAITestServer(responder=respond) as srv:

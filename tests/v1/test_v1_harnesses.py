@@ -474,6 +474,11 @@ def test_naming_subprocess_prints_one_warning_line(runtime: str, lines: int) -> 
     assert "RuntimeWarning" not in done.stderr
     if lines:
         assert "runtime type 'subprocess'" in warned[0] and "network" in warned[0]
+    # the default runtime says once that it is a local bwrap sandbox, not a hosted one
+    noted = [line for line in done.stderr.splitlines() if "hosted sandbox" in line]
+    assert len(noted) == 1 - lines, done.stderr
+    if noted:
+        assert "local bwrap sandbox" in noted[0]
 
 
 def test_no_bubblewrap_says_how_to_get_it_or_how_to_opt_out(
@@ -536,3 +541,40 @@ send(second, len(body))
 print(second[0][:12], flush=True)
 time.sleep(30)
 """
+
+
+def test_an_unpinned_seat_runs_bash_in_bwrap_as_040_runs_it_hosted() -> None:
+    from verifiers.v1.utils.loaders import default_harness_id
+
+    assert default_harness_id("") == "bash"
+    seat = vf.SingleAgentEnv(ShellTaskset(vf.TasksetConfig())).agents("http://h/v1", "m").agent
+    assert isinstance(seat.harness, BashHarness)
+    assert seat.harness.runtime_config(seat) == BwrapConfig()
+    pinned = vf.SingleAgentEnv(ShellTaskset(vf.TasksetConfig()), vf.AgentConfig(harness="null"))
+    assert pinned.agents("http://h/v1", "m").agent.harness.name == "null"
+
+
+@needs_bwrap
+async def test_an_interaction_keeps_one_workspace_across_bash_turns() -> None:
+    """Each user turn relaunches the program; the file the first turn wrote is there for the
+    second, since the rollout owns one runtime."""
+
+    def respond(request: dict[str, Any]) -> Any:
+        user_turns = sum(1 for m in request["messages"] if m["role"] == "user")
+        last = request["messages"][-1]
+        if last["role"] == "tool":
+            return f"saw: {last['content']}"
+        command = "echo kept > k.txt" if user_turns == 1 else "cat k.txt"
+        return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
+
+    task = ShellTask(Data(idx=0, prompt="write it", marker="kept"))
+    async with OpenAITestServer(responder=respond) as server:
+        agent = vf.Agent(server.base_url, "policy", harness=BashHarness(BashHarnessConfig()))
+        async with agent.interaction(task) as chat:
+            first = await chat.turn()
+            second = await chat.turn("now read it")
+    trace = chat.trace
+    assert trace.ok, trace.errors
+    assert "exit code 0" in first.last_reply and second.last_reply.startswith("saw: exit code 0")
+    assert "kept" in second.last_reply
+    assert trace.stop_condition == "user_closed"

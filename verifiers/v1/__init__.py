@@ -170,6 +170,7 @@ from verifiers.v1.types import (
     Usage,
     UserMessage,
 )
+from verifiers.v1.utils.artifacts import ARTIFACTS_DIR, Artifact, collect, restore
 from verifiers.v1.utils.loaders import (
     default_harness_id,
     environment_class,
@@ -189,6 +190,7 @@ from verifiers.v1.utils.loaders import (
 
 __all__ = [
     "ACP_SEMANTIC_EDGES_METADATA_KEY",
+    "ARTIFACTS_DIR",
     "ID",
     "TRACE_VERSION",
     "ACPConfig",
@@ -201,6 +203,7 @@ __all__ = [
     "AgentInfo",
     "AgentSpan",
     "Agents",
+    "Artifact",
     "AssistantMessage",
     "BaseClientConfig",
     "BaseConfig",
@@ -323,6 +326,7 @@ __all__ = [
     "WireTaskData",
     "WireTrace",
     "WorkInfo",
+    "collect",
     "compare_stdout_results",
     "default_agent_harness",
     "default_harness_id",
@@ -351,6 +355,7 @@ __all__ = [
     "resolve_client",
     "resolve_env_config",
     "resolve_env_field",
+    "restore",
     "reward",
     "stop",
     "task_type",

@@ -190,14 +190,15 @@ class Agent:
             self.on_trace(trace)
         return trace
 
-    async def run(self, task: Task[Any, Any, Any]) -> Trace:
+    async def run(self, task: Task[Any, Any, Any], *, collect_artifacts: bool = False) -> Trace:
         """Run the task: setup, one harness segment on the task's prompt, finalize, scoring
-        (a :class:`Rollout`). Errors are recorded on the trace (``ok`` false), never raised; a
+        (a :class:`Rollout`). ``collect_artifacts``: after finalize, archive the task's
+        declared artifacts out of the rollout's runtime into ``trace.state.artifacts``. Errors are recorded on the trace (``ok`` false), never raised; a
         failed run whose last error a rule of the seat's ``retries`` still allows is run again
         (the failed trace is dropped)."""
         budget = RetryBudget(self.config.retries)
         while True:
-            trace = await self._run_once(task)
+            trace = await self._run_once(task, collect_artifacts)
             last = trace.last_error
             if (
                 trace.ok
@@ -207,8 +208,8 @@ class Agent:
                 return trace
             self.traces.remove(trace)
 
-    async def _run_once(self, task: Task[Any, Any, Any]) -> Trace:
-        run = Rollout(task=task, agent=self)
+    async def _run_once(self, task: Task[Any, Any, Any], collect_artifacts: bool) -> Trace:
+        run = Rollout(task=task, agent=self, collect_artifacts=collect_artifacts)
         try:
             if await run.open():
                 await run.step()

@@ -97,9 +97,17 @@ class _EpisodeRubric(Rubric):
 
 
 class V1Environment(Environment):
-    """A v1 ``Env`` as a classic environment (see the module docstring)."""
+    """A v1 ``Env`` as a classic environment (see the module docstring). Like a classic
+    environment it runs in process: a seat naming no harness runs ``null`` here, where the
+    v1 run (``run_eval``) gives it 0.4.0's ``bash``."""
 
     def __init__(self, env: Env[Any], *, select: SelectConfig | None = None, **kwargs: Any) -> None:
+        if env.default_harness.id == "bash":
+            # a classic environment runs in process: its seats that name no harness (and whose
+            # taskset bundles none) run the null chat loop here, not 0.4.0's default program
+            from verifiers.v1.harness import NullHarnessConfig
+
+            env.default_harness = NullHarnessConfig()
         self.v1_env = env
         self._select = select
         self._tasks: dict[int, Task[Any, Any, Any]] = {}
@@ -163,12 +171,23 @@ class V1Environment(Environment):
         _fill(state, episode)
 
 
+def _opening_len(trace: Trace[Any, Any, Any]) -> int:
+    """How many messages open the trace's last branch before its first sampled reply: the
+    task's prompt, with the system prompt a program harness (``bash``) put first."""
+    branch: list[int] = []
+    at: int | None = len(trace.nodes) - 1 if trace.nodes else None
+    while at is not None:
+        branch.append(at)
+        at = trace.nodes[at].parent
+    branch.reverse()
+    return next((i for i, n in enumerate(branch) if trace.nodes[n].sampled), len(branch))
+
+
 def _fill(state: State, episode: Episode[Any, Any, Any]) -> None:
     traces: list[Trace[Any, Any, Any]] = list(episode.traces)
     if traces:
         first = traces[0]
-        sent = len(state["prompt"]) if isinstance(state["prompt"], list) else 0
-        state["completion"] = [_wire(m) for m in first.messages[sent:]]
+        state["completion"] = [_wire(m) for m in first.messages[_opening_len(first) :]]
         state["stop_condition"] = first.stop_condition
         state["turn"] = sum(t.num_turns for t in traces)
         used = [t.usage for t in traces if t.usage is not None]

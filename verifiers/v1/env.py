@@ -13,7 +13,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from verifiers.v1.agent import Agent, Agents
-from verifiers.v1.configs import AgentConfig, EnvConfig, SelectConfig
+from verifiers.v1.configs import AgentConfig, EnvConfig, HarnessConfig, SelectConfig
 from verifiers.v1.configs.agent import agent_config_fields, resolve_agent
 from verifiers.v1.configs.retries import RetryBudget
 from verifiers.v1.errors import AgentError, EnvError, V1Error
@@ -79,6 +79,16 @@ class Env(ABC, Generic[EnvConfigT]):
         self._seat_plans: dict[tuple[str, str], dict[str, tuple[AgentConfig, Harness[Any]]]] = {}
         self._clients: dict[str, Any] = {}
 
+    @property
+    def default_harness(self) -> HarnessConfig:
+        """What a seat naming no harness runs: the taskset's bundled harness, else ``bash``."""
+        return self._default_harness
+
+    @default_harness.setter
+    def default_harness(self, harness: HarnessConfig) -> None:
+        self._default_harness = harness
+        self._seat_plans.clear()
+
     @classmethod
     def config_type(cls) -> type[EnvConfig]:
         return _type_arg(cls, EnvConfig) or EnvConfig
@@ -121,7 +131,7 @@ class Env(ABC, Generic[EnvConfigT]):
                 resolved = resolve_agent(
                     spec, model=model, sampling=run_sampling, harness=self._default_harness
                 )
-                plan[name] = (resolved, harness_for(resolved.harness or "null"))
+                plan[name] = (resolved, harness_for(resolved.harness or "bash"))
             self._seat_plans[key] = plan
         seats: dict[str, Agent] = {}
         for name, (resolved, harness) in plan.items():

@@ -23,7 +23,7 @@ from verifiers.v1.decorators import call_hook
 from verifiers.v1.errors import TaskError
 from verifiers.v1.harness import HarnessSession, opening_messages, seed_prompt
 from verifiers.v1.task import hooks_need_runtime
-from verifiers.v1.task_runtime import TaskRuntime, task_runtime_config
+from verifiers.v1.task_runtime import TaskRuntime, close_task_runtime, open_task_runtime
 from verifiers.v1.trace import TimeSpan, Trace
 from verifiers.v1.types import Messages, Request, UserMessage
 
@@ -69,8 +69,10 @@ class Rollout:
         agent: Agent,
         has_user: bool = False,
         timeouts: RolloutTimeouts | None = None,
+        collect_artifacts: bool = False,
     ) -> None:
         self.task = task
+        self._collect_artifacts = collect_artifacts
         self.agent = agent
         self._has_user = has_user
         self._timeouts = (
@@ -85,7 +87,8 @@ class Rollout:
         self._failure: Exception | None = None
         self.runtime: TaskRuntime | None = None
         """The runtime the task's hooks get (``runtime`` parameters): started in :meth:`open`
-        when a hook of the task names one, stopped when the rollout closes."""
+        when a hook of the task names one or artifacts are collected, stopped when the rollout
+        closes. A program harness runs its program in it."""
         self.deadline_at: float | None = None
         """The running segment's deadline on the event loop's clock (None between segments,
         or with no agent time limit)."""
@@ -133,9 +136,14 @@ class Rollout:
                     "through agent.interaction() and open it with turn(message)"
                 )
             async with asyncio.timeout(self._timeouts.setup):
-                if hooks_need_runtime(self.task):
-                    self.runtime = TaskRuntime(task_runtime_config(self.agent))
-                    await self.runtime.start()
+                if (
+                    self._collect_artifacts
+                    or hooks_need_runtime(self.task)
+                    or hasattr(self.agent.harness, "open_runtime")  # one workspace per rollout
+                ):
+                    self.runtime = await open_task_runtime(
+                        self.agent, trace, self.task.runtime_env()
+                    )
                 await call_hook(self.task.setup, self._hook_args())
             opening = await intercept_users(self, opening_messages(self.task.data))
         except TimeoutError:
@@ -220,9 +228,7 @@ class Rollout:
             0.0, timing.agent.duration - timing.agent.model.duration
         )
         if not self._failed and self._opened:
-            await self._stage(
-                "finalize", lambda _: call_hook(self.task.finalize, self._hook_args())
-            )
+            await self._stage("finalize", lambda _: self._finalize())
             if not self._failed:
                 await self._stage("scoring", lambda t: self.task.score(t, self.runtime))
         await self._stop_runtime()
@@ -241,6 +247,19 @@ class Rollout:
         with contextlib.suppress(Exception):
             await self._stop_runtime()
 
+    async def _finalize(self) -> None:
+        """The task's ``finalize``, then (when asked) the artifacts' collection, while the
+        runtime still holds what the agent left."""
+        await call_hook(self.task.finalize, self._hook_args())
+        if self._collect_artifacts and not self.trace.state.artifacts:
+            from verifiers.v1.utils.artifacts import collect
+
+            assert self.runtime is not None
+            data = self.task.data
+            self.trace.state.artifacts = await collect(
+                self.runtime, data.artifacts, max_bytes=data.artifact_max_bytes
+            )
+
     def _hook_args(self) -> dict[str | type, Any]:
         """What the task's ``setup`` / ``finalize`` may name: the trace and the runtime."""
         return {"trace": self.trace, "runtime": self.runtime}
@@ -248,7 +267,7 @@ class Rollout:
     async def _stop_runtime(self) -> None:
         runtime, self.runtime = self.runtime, None
         if runtime is not None:
-            await runtime.stop()
+            await close_task_runtime(self.agent, self.trace, runtime)
 
     async def _stage(self, stage: str, hook: Callable[[Trace], Awaitable[Any]]) -> None:
         span: TimeSpan = getattr(self.trace.timing, stage)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
 __all__ = ["State", "StateT"]
@@ -12,6 +12,9 @@ class State(BaseModel):
     """Mutable per-rollout state; subclass with typed fields, extra keys are allowed."""
 
     model_config = ConfigDict(extra="allow")
+    artifacts: dict[str, bytes | None] = Field(default_factory=dict)
+    """The solver's collected artifacts (``{path: tar bytes}``), when its run collects them
+    (``agent.run(task, collect_artifacts=True)``)."""
 
 
 StateT = TypeVar("StateT", bound=State, default=State)

@@ -11,7 +11,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
 from verifiers.v1.configs import DecoratedFunctionConfig, RewardFunctionConfig, TaskConfig
@@ -19,6 +19,7 @@ from verifiers.v1.decorators import discover, invoke_all, load_hook, sort_hooks
 from verifiers.v1.errors import TaskError
 from verifiers.v1.state import State, StateT
 from verifiers.v1.types import Messages, content_text
+from verifiers.v1.utils.artifacts import MAX_ARTIFACT_BYTES, Artifact
 
 if TYPE_CHECKING:
     from verifiers.v1.runtimes import Runtime
@@ -53,6 +54,12 @@ class TaskData(BaseModel):
     description: str | None = None
     prompt: str | Messages | None = None
     system_prompt: str | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    """Paths a grader in another runtime needs from the solver's (``IsolatedVerifierEnv``),
+    besides :data:`~verifiers.v1.utils.artifacts.ARTIFACTS_DIR`; one missing at collection
+    fails the rollout."""
+    artifact_max_bytes: int = Field(default=MAX_ARTIFACT_BYTES, gt=0)
+    """Limit on all the collected archives together."""
 
     @property
     def prompt_text(self) -> str:
@@ -152,6 +159,16 @@ class Task(Generic[DataT, StateT, ConfigT]):
 
     async def finalize(self, trace: Trace, runtime: Runtime) -> None:
         """Runs after the agent, before scoring; called like :meth:`setup`."""
+
+    async def stage_verifier(self, trace: Trace, runtime: Runtime) -> None:
+        """Runs in a grader's fresh runtime after the solver's artifacts are restored, before
+        scoring (``IsolatedVerifierEnv``): put trusted grading inputs (hidden tests) in place
+        here, out of the solver's reach. Called like :meth:`setup`."""
+
+    def runtime_env(self) -> dict[str, str]:
+        """Process environment of the task's runtime (its hooks' commands); not recorded
+        on traces, unlike :attr:`data`."""
+        return {}
 
     async def validate(self, runtime: Runtime) -> bool | None:
         """Whether the task is well-formed (None: no check), run without a model."""

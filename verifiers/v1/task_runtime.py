@@ -18,8 +18,9 @@ from verifiers.v1.runtimes import BwrapConfig, ProgramResult, Runtime
 
 if TYPE_CHECKING:
     from verifiers.v1.agent import Agent
+    from verifiers.v1.trace import Trace
 
-__all__ = ["TaskRuntime", "task_runtime_config"]
+__all__ = ["TaskRuntime", "close_task_runtime", "open_task_runtime", "task_runtime_config"]
 
 SCRIPTS_DIR = ".vf-scripts"
 
@@ -27,8 +28,11 @@ SCRIPTS_DIR = ".vf-scripts"
 class TaskRuntime(Runtime):
     """A runtime for task hooks (see the module docstring)."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, env: Mapping[str, str] | None = None) -> None:
         super().__init__(config)
+        self.env: dict[str, str] = dict(env or {})
+        """Variables every command gets (a call's own ``env`` overrides them): the task's
+        :meth:`~verifiers.v1.task.Task.runtime_env`."""
         self._uv_argv: dict[str, list[str]] = {}
         self._uv_locks: dict[str, asyncio.Lock] = {}
 
@@ -42,7 +46,8 @@ class TaskRuntime(Runtime):
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> ProgramResult:
         """Run a command to completion (``env`` may be given positionally, as 0.4.0 does)."""
-        return await super().run(argv, env=env, cwd=cwd, stdin=stdin, timeout=timeout)
+        merged = {**self.env, **(env or {})} if self.env else env
+        return await super().run(argv, env=merged, cwd=cwd, stdin=stdin, timeout=timeout)
 
     async def read(self, path: str, max_bytes: int | None = None) -> bytes:  # type: ignore[override]
         data = await super().read(path)
@@ -91,3 +96,30 @@ def task_runtime_config(agent: Agent) -> Any:
         return resolve(agent)
     seat = agent.config.runtime
     return seat if seat is not None else BwrapConfig()
+
+
+async def open_task_runtime(
+    agent: Agent, trace: Trace, env: Mapping[str, str] | None = None
+) -> TaskRuntime:
+    """Start the runtime of ``trace``'s rollout. A program harness starts it (its
+    ``open_runtime``) and later runs its program in it, so the task's hooks see the files the
+    program wrote; otherwise it is a runtime of :func:`task_runtime_config`."""
+    opener = getattr(agent.harness, "open_runtime", None)
+    if callable(opener):
+        runtime: TaskRuntime = await opener(trace, agent, env)
+        return runtime
+    runtime = TaskRuntime(task_runtime_config(agent), env)
+    try:
+        await runtime.start()
+    except BaseException:
+        await runtime.stop()
+        raise
+    return runtime
+
+
+async def close_task_runtime(agent: Agent, trace: Trace, runtime: TaskRuntime) -> None:
+    """Stop what :func:`open_task_runtime` started for ``trace``."""
+    release = getattr(agent.harness, "release_runtime", None)
+    if callable(release):
+        await release(trace)
+    await runtime.stop()

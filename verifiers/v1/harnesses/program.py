@@ -43,10 +43,13 @@ from verifiers.v1.types import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from verifiers.agents.interception import Channel, InterceptedCall, InterceptionServer
     from verifiers.sandbox.base import SandboxProcess
     from verifiers.v1.agent import Agent
     from verifiers.v1.task import Task
+    from verifiers.v1.task_runtime import TaskRuntime
     from verifiers.v1.trace import Trace
 
 __all__ = ["SOCKET_INSIDE", "ProgramHarness", "ProgramHarnessConfig", "ProgramHarnessConfigT"]
@@ -153,6 +156,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
     def __init__(self, config: ProgramHarnessConfigT | None = None) -> None:
         super().__init__(config)
         self._servers: dict[int, InterceptionServer] = {}
+        self._leases: dict[int, tuple[Runtime, Channel]] = {}
 
     @classmethod
     def config_type(cls) -> type[ProgramHarnessConfig]:
@@ -203,18 +207,58 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
             server = self._servers[loop] = InterceptionServer()
         return server
 
-    async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool:
+    async def open_runtime(
+        self, trace: Trace, agent: Agent, env: Mapping[str, str] | None = None
+    ) -> TaskRuntime:
+        """Start the runtime of ``trace``'s rollout, with this harness's interception channel
+        bound in: the rollout's task hooks run in it and so does the program (each segment's
+        :meth:`run`), so the hooks see what the program left. Stopped by
+        :meth:`release_runtime`."""
+        from verifiers.v1.task_runtime import TaskRuntime
+
         server = self._server()
         channel = await server.open_channel()
-        runtime_config = self.runtime_config(agent)
-        runtime = make_runtime(runtime_config)
+        runtime = TaskRuntime(self.runtime_config(agent), env)
+        try:
+            binds = {**self.binds(), channel.path: SOCKET_INSIDE} if runtime.binds_paths else None
+            await runtime.start(binds)
+        except BaseException:
+            await self._teardown(server, channel, runtime)
+            raise
+        self._leases[id(trace)] = (runtime, channel)
+        return runtime
+
+    async def release_runtime(self, trace: Trace) -> None:
+        """Stop the runtime :meth:`open_runtime` started for ``trace`` (idempotent)."""
+        lease = self._leases.pop(id(trace), None)
+        if lease is not None:
+            await self._teardown(self._server(), lease[1], lease[0])
+
+    @staticmethod
+    async def _teardown(server: InterceptionServer, channel: Channel, runtime: Runtime) -> None:
+        await channel.close()
+        await runtime.stop()
+        if server.open_channels == 0:
+            await server.close()
+
+    async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool:
+        server = self._server()
+        lease = self._leases.get(id(trace))
+        if lease is not None:  # the rollout's runtime, already started
+            runtime, channel = lease
+        else:
+            channel = await server.open_channel()
+            runtime = make_runtime(self.runtime_config(agent))
         procs: list[SandboxProcess] = []
         watcher: asyncio.Task[int] | None = None
         tail = bytearray()
         try:
-            binds = {**self.binds(), channel.path: SOCKET_INSIDE} if runtime.binds_paths else None
-            await runtime.start(binds)
-            port = await self._relay(runtime, runtime_config, channel, procs)
+            if lease is None:
+                binds = (
+                    {**self.binds(), channel.path: SOCKET_INSIDE} if runtime.binds_paths else None
+                )
+                await runtime.start(binds)
+            port = await self._relay(runtime, runtime.config, channel, procs)
             await self.prepare(runtime, task, trace, agent)
             argv, env = self.command(task, trace, agent)
             base_url = channel.base_url(port)
@@ -241,27 +285,8 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     break
                 if await self._answer(call, task, trace, agent, toolsets, hidden):
                     return True
-            if channel.limit_errors:
-                raise HarnessError(
-                    f"the {type(self).__name__} program went over the interception server's "
-                    f"limits after {trace.num_turns} model call(s): "
-                    + "; ".join(channel.limit_errors)
-                )
-            if watcher.done() and not watcher.cancelled():
-                code = watcher.result()
-                if code != 0:
-                    raise HarnessError(
-                        f"the {type(self).__name__} program exited with status {code} after "
-                        f"{trace.num_turns} model call(s): "
-                        f"{tail.decode('utf-8', 'replace')[-2000:]}"
-                    )
-                trace.stop("agent_completed")
-                return True
-            trace.is_timeout = True
-            trace.stop("agent_timeout")
-            return True
+            return self._ended(channel, watcher, tail, trace)
         finally:
-            await channel.close()
             for proc in procs:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(proc.kill(), 10.0)
@@ -269,14 +294,37 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 watcher.cancel()
                 with contextlib.suppress(BaseException):
                     await watcher
-            await runtime.stop()
-            if server.open_channels == 0:
-                await server.close()
+            if lease is None:
+                await self._teardown(server, channel, runtime)
+
+    def _ended(
+        self, channel: Channel, watcher: asyncio.Task[int], tail: bytearray, trace: Trace
+    ) -> bool:
+        """How the program's run ended once it made no further call: over the interception
+        server's limits or a failing exit (raised), its exit (the turn handed back: False),
+        or its time up (True: the rollout is over)."""
+        if channel.limit_errors:
+            raise HarnessError(
+                f"the {type(self).__name__} program went over the interception server's "
+                f"limits after {trace.num_turns} model call(s): " + "; ".join(channel.limit_errors)
+            )
+        if watcher.done() and not watcher.cancelled():
+            code = watcher.result()
+            if code != 0:
+                raise HarnessError(
+                    f"the {type(self).__name__} program exited with status {code} after "
+                    f"{trace.num_turns} model call(s): "
+                    f"{tail.decode('utf-8', 'replace')[-2000:]}"
+                )
+            return False  # the turn is handed back (a plain run then ends agent_completed)
+        trace.is_timeout = True
+        trace.stop("agent_timeout")
+        return True
 
     async def _relay(
         self,
         runtime: Runtime,
-        config: RuntimeConfig,
+        config: Any,
         channel: Channel,
         procs: list[SandboxProcess],
     ) -> int:

@@ -236,9 +236,9 @@ def environment_class(taskset_id: str, env_id: str = "") -> type[Env[Any]]:
 
 def default_harness_id(taskset_id: str) -> str:
     """What an unpinned seat runs: the taskset's bundled harness (its module exports a
-    Harness subclass), else the in-process ``null`` chat harness. Program harnesses
-    (``bash``, ``mini_swe_agent``) run where a seat names them: unlike upstream 0.4.0, whose
-    default is ``bash``, a rollout here starts no process unless asked to."""
+    Harness subclass), else ``bash`` as in 0.4.0 (a coding-agent program with bash and edit
+    tools, run in a local ``bwrap`` sandbox here where 0.4.0 uses a hosted one). A seat names
+    ``harness = "null"`` for the in-process chat loop, which starts no process."""
     from verifiers.v1.harness import Harness
 
     if taskset_id:
@@ -248,7 +248,7 @@ def default_harness_id(taskset_id: str) -> str:
             module = None
         if module is not None and _plugin_class(module, Harness, "harness", missing_ok=True):
             return taskset_id
-    return "null"
+    return "bash"
 
 
 def default_harness_config(taskset_id: str) -> HarnessConfig:

@@ -3,6 +3,7 @@ a runtime with its model calls intercepted."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -13,15 +14,21 @@ from verifiers.v1.types import SystemMessage, content_text
 
 if TYPE_CHECKING:
     from verifiers.v1.agent import Agent
-    from verifiers.v1.runtimes import Runtime
+    from verifiers.v1.runtimes import Runtime, RuntimeConfig
     from verifiers.v1.task import Task
     from verifiers.v1.trace import Trace
 
-__all__ = ["BASH_SYSTEM_PROMPT", "BashHarness", "BashHarnessConfig"]
+__all__ = ["BASH_SYSTEM_PROMPT", "EDIT_SYSTEM_PROMPT", "BashHarness", "BashHarnessConfig"]
 
-BASH_SYSTEM_PROMPT = "You are an agent working in a shell. Use the bash tool to run commands."
-EDIT_PROMPT = "The edit tool replaces one exact occurrence of a string in a file."
+BASH_SYSTEM_PROMPT = "You are a coding agent working in a shell. Use the bash tool to run commands."
+EDIT_SYSTEM_PROMPT = "The edit tool replaces one exact occurrence of a string in a file."
 INPUT_FILE = ".vf_agent_input.json"
+LOCAL_NOTE = (
+    "bash harness: its tools run in a local bwrap sandbox on this machine (0.4.0 runs them in "
+    "a hosted sandbox); pick another with --env.agent.runtime.type docker"
+)
+_noted: list[bool] = []
+logger = logging.getLogger("verifiers.v1.harnesses.bash")
 
 
 class BashHarnessConfig(ProgramHarnessConfig):
@@ -39,8 +46,17 @@ class BashHarnessConfig(ProgramHarnessConfig):
 class BashHarness(ProgramHarness[BashHarnessConfig]):
     name = "bash"
 
+    def runtime_config(self, agent: Agent) -> RuntimeConfig:
+        """As :meth:`ProgramHarness.runtime_config`; the first time a process runs the bash
+        harness in ``bwrap``, one line says so (0.4.0 runs it in a hosted sandbox)."""
+        config = super().runtime_config(agent)
+        if config.type == "bwrap" and not _noted:
+            _noted.append(True)
+            logger.warning(LOCAL_NOTE)
+        return config
+
     def system_prompt(self, task_system: str) -> str:
-        own = BASH_SYSTEM_PROMPT + (" " + EDIT_PROMPT if self.config.edit else "")
+        own = BASH_SYSTEM_PROMPT + (" " + EDIT_SYSTEM_PROMPT if self.config.edit else "")
         return "\n\n".join(p for p in (own, task_system) if p)
 
     async def prepare(
