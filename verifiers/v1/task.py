@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypeVar
 
 from verifiers.v1.configs import DecoratedFunctionConfig, RewardFunctionConfig, TaskConfig
-from verifiers.v1.decorators import discover, invoke_all, load_hook, sort_hooks
+from verifiers.v1.decorators import discover, invoke_all, load_hook, parameters, sort_hooks
 from verifiers.v1.errors import TaskError
 from verifiers.v1.state import State, StateT
 from verifiers.v1.types import Messages, content_text
@@ -240,7 +240,7 @@ class Task(Generic[DataT, StateT, ConfigT]):
 
 def requires_runtime(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` has a ``runtime`` parameter without a default (it cannot run offline)."""
-    param = inspect.signature(fn).parameters.get("runtime")
+    param = parameters(fn).get("runtime")
     return param is not None and param.default is inspect.Parameter.empty
 
 
@@ -253,7 +253,7 @@ def hooks_need_runtime(task: Task[Any, Any, Any]) -> bool:
         if getattr(type(task), name) is not getattr(Task, name)  # overridden
     ]
     fns += [*task.hooks("stop"), *task.hooks("metric"), *task.hooks("reward")]
-    if any("runtime" in inspect.signature(fn).parameters for fn in fns):
+    if any("runtime" in parameters(fn) for fn in fns):
         return True
     return any(requires_runtime(judge.score) for judge in task.plugged_judges())
 
