@@ -38,7 +38,16 @@ def boundary_hooks(
 ) -> list[Callable[..., Any]]:
     """The task's ``kind`` hooks (``stop`` or ``intercept``) that watch ``boundary``."""
     allow_trace = kind == "stop"
-    return [fn for fn in task.hooks(kind) if hook_boundary(fn, allow_trace=allow_trace) is boundary]
+    return list(
+        task.memo(
+            f"boundary:{kind}:{boundary.__name__}",
+            lambda: [
+                fn
+                for fn in task.hooks(kind)
+                if hook_boundary(fn, allow_trace=allow_trace) is boundary
+            ],
+        )
+    )
 
 
 def trace_stops(task: Task[Any, Any, Any]) -> list[Callable[..., Any]]:
