@@ -115,6 +115,14 @@ def _check_request(before: Request, after: Request, active: set[int]) -> None:
                 raise ValueError("request interceptors cannot change a tool-call ID or name")
 
 
+def watches_responses(task: Task[Any, Any, Any]) -> bool:
+    """Whether the task has a response interceptor or a response stop (else a reply need
+    not pass through :func:`intercept_response`)."""
+    return bool(
+        boundary_hooks(task, "intercept", Response) or boundary_hooks(task, "stop", Response)
+    )
+
+
 async def intercept_response(
     task: Task[Any, Any, Any], trace: Trace, response: Response
 ) -> tuple[Response, list[InterceptRecord], str | None]:
