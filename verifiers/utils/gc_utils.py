@@ -35,7 +35,7 @@ def batch_gc() -> Iterator[None]:
         if _depth == 1:
             _saved = gc.get_threshold()
             young, middle, old = _saved
-            if gc.isenabled() and young:  # a disabled or hand-tuned collector is left alone
+            if gc.isenabled() and young:  # a disabled collector is left alone
                 gc.freeze()
                 gc.set_threshold(max(young, YOUNG_THRESHOLD), middle, old)
             else:
