@@ -51,6 +51,7 @@ from verifiers.eval_run import (
     start_run,
 )
 from verifiers.types import SamplingArgs, State
+from verifiers.utils.gc_utils import batch_gc
 
 if TYPE_CHECKING:
     from verifiers.envs.environment import Environment
@@ -235,7 +236,8 @@ async def evaluate_async(
             on_start(plan.run_dir.path if plan.run_dir is not None else None)
         if on_total is not None:
             on_total(len(plan.kept), plan.total)
-        await _execute(env, plan, run, clients, model, controls, on_concurrency)
+        with batch_gc():
+            await _execute(env, plan, run, clients, model, controls, on_concurrency)
     finally:
         await clients.close()
     return _result(plan, run)

@@ -4,6 +4,8 @@ verifiers, or verifiers 0.3.1 in its own venv); prints one JSON line.
     python driver.py MODE BASE_URL N IN_FLIGHT
 
 MODE ``inprocess``: ``env.run_rollout(..., client=ClientConfig)`` in this process.
+MODE ``group``: ``env.run_group`` of 8 copies of a row through the env server (as prime-rl
+calls it); N rollouts are N/8 groups, IN_FLIGHT/8 groups at once.
 MODE ``server``: the same calls with ``env_client=`` a ``ZMQEnvClient`` of a
 ``ZMQEnvServer`` spawned as prime-rl spawns it (authenticated with the per-user CURVE keys;
 ``VF_BENCH_INSECURE=1``: both ends ``insecure=True``, for the auth-on/off comparison). CPU is counted over this process and every
@@ -14,6 +16,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import resource
 import socket
 import sys
 import time
@@ -66,7 +69,7 @@ async def main(mode: str, base_url: str, n: int, in_flight: int) -> None:
     sampling = {"temperature": 1.0}
     env_client = None
     process = None
-    if mode == "server":
+    if mode in ("server", "group"):
         from verifiers.serve import ZMQEnvClient, ZMQEnvServer
 
         address = f"tcp://127.0.0.1:{free_port()}"
@@ -89,7 +92,22 @@ async def main(mode: str, base_url: str, n: int, in_flight: int) -> None:
         from verifiers.clients import resolve_client
 
         client = resolve_client(config)
-    gate = asyncio.Semaphore(in_flight)
+    gate = asyncio.Semaphore(in_flight if mode != "group" else max(1, in_flight // 8))
+
+    group_size = 8
+
+    async def one_group(i):
+        async with gate:
+            outs = await env.run_group(
+                [rows[i % len(rows)]] * group_size,
+                client,
+                "m",
+                sampling,
+                max_retries=0,
+                state_columns=["trajectory"],
+                env_client=env_client,
+            )
+            return sum(o["reward"] for o in outs) / len(outs)
 
     async def one(i):
         async with gate:
@@ -105,9 +123,15 @@ async def main(mode: str, base_url: str, n: int, in_flight: int) -> None:
             )
             return out["reward"]
 
-    await asyncio.gather(*(one(i) for i in range(min(n, 256))))  # warm-up: connections, caches
-    cpu0, t0 = tree_cpu(os.getpid()), time.perf_counter()
-    rewards = await asyncio.gather(*(one(i) for i in range(n)))
+    if mode == "group":
+        n = max(1, n // group_size) * group_size
+        await asyncio.gather(*(one_group(i) for i in range(min(n, 256) // group_size)))
+        cpu0, t0 = tree_cpu(os.getpid()), time.perf_counter()
+        rewards = await asyncio.gather(*(one_group(i) for i in range(n // group_size)))
+    else:
+        await asyncio.gather(*(one(i) for i in range(min(n, 256))))  # warm-up: connections
+        cpu0, t0 = tree_cpu(os.getpid()), time.perf_counter()
+        rewards = await asyncio.gather(*(one(i) for i in range(n)))
     wall, cpu = time.perf_counter() - t0, tree_cpu(os.getpid()) - cpu0
     if env_client is not None:
         await env_client.close()
@@ -122,6 +146,7 @@ async def main(mode: str, base_url: str, n: int, in_flight: int) -> None:
                 "wall_s": wall,
                 "cpu_s": cpu,
                 "mean_reward": sum(rewards) / len(rewards),
+                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             }
         ),
         flush=True,

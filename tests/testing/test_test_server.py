@@ -218,6 +218,7 @@ def test_subprocess_mode_prints_url_and_injects_faults() -> None:
             "responses": 0,
             "bad_requests": 0,
             "faults": {"500": 1},
+            "peak_in_flight": 1,
         }
     assert proc.process is not None and proc.process.returncode is not None
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import inspect
 import logging
 import time
 import traceback
@@ -63,6 +62,7 @@ from verifiers.utils.async_utils import (
     call_maybe_async,
     is_async_callable,
     maybe_call_with_named_args,
+    takes_named_context,
 )
 from verifiers.utils.tool_schema import as_openai_tool
 
@@ -623,7 +623,7 @@ class EnvironmentCore(DatasetSplits, ModelCalls):
     async def _cleanup(self, state: State) -> None:
         for handler in self._cleanup_handlers:
             try:
-                if _takes_named_context(handler):
+                if takes_named_context(handler):
                     # classic: the handler names what it wants (state, env, task, resources)
                     await maybe_call_with_named_args(
                         handler, state=state, env=self, task=state.get("task"), resources=None
@@ -650,16 +650,6 @@ class EnvironmentCore(DatasetSplits, ModelCalls):
                 await call_maybe_async(handler)
             except Exception:
                 logger.exception("teardown handler %s failed", handler.__name__)
-
-
-def _takes_named_context(handler: Any) -> bool:
-    """Whether a cleanup handler names ``env`` (or takes ``**kwargs``): then it is called with
-    its arguments by name, as 0.3.x calls them; else with the state as its one argument."""
-    try:
-        params = inspect.signature(handler).parameters
-    except (TypeError, ValueError):
-        return False
-    return "env" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 _CUSTOM_ROLLOUT: contextvars.ContextVar[bool] = contextvars.ContextVar(

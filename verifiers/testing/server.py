@@ -107,6 +107,7 @@ class ServerStats:
             "responses": self.responses,
             "bad_requests": self.bad_requests,
             "faults": dict(self.faults),
+            "peak_in_flight": self.peak_in_flight,
         }
 
 

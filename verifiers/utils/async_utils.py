@@ -9,6 +9,7 @@ import logging
 import statistics
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
@@ -28,6 +29,7 @@ __all__ = [
     "maybe_retry",
     "maybe_semaphore",
     "run_sync",
+    "takes_named_context",
     "with_sem",
 ]
 
@@ -56,6 +58,33 @@ async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) 
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+_NAMED_CONTEXT: weakref.WeakKeyDictionary[Any, dict[bool, bool]] = weakref.WeakKeyDictionary()
+
+
+def takes_named_context(handler: Any) -> bool:
+    """Whether a cleanup handler names ``env`` (or takes ``**kwargs``): then it is called with
+    its arguments by name, as 0.3.x calls them; else with the state as its one argument.
+    Decided once per function (it runs after every rollout)."""
+    func = getattr(handler, "__func__", handler)
+    bound = func is not handler
+    try:
+        known = _NAMED_CONTEXT.get(func, {}).get(bound)
+    except TypeError:  # not weak-referenceable
+        known = None
+    if known is not None:
+        return known
+    try:
+        params = inspect.signature(handler).parameters
+    except (TypeError, ValueError):
+        return False
+    named = "env" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    try:
+        _NAMED_CONTEXT.setdefault(func, {})[bound] = named
+    except TypeError:
+        pass
+    return named
 
 
 def run_sync(coro: Coroutine[Any, Any, T], what: str, use_instead: str) -> T:

@@ -144,9 +144,9 @@ class Agent:
             tool_calls=tool_calls or None,
         )
         stopped: str | None = None
-        if task is not None:
-            from verifiers.v1.boundaries import intercept_response
+        from verifiers.v1.boundaries import intercept_response, watches_responses
 
+        if task is not None and watches_responses(task):
             boundary = Response(
                 id=str(getattr(response, "id", "") or ""),
                 created=int(time.time()),

@@ -38,7 +38,16 @@ def boundary_hooks(
 ) -> list[Callable[..., Any]]:
     """The task's ``kind`` hooks (``stop`` or ``intercept``) that watch ``boundary``."""
     allow_trace = kind == "stop"
-    return [fn for fn in task.hooks(kind) if hook_boundary(fn, allow_trace=allow_trace) is boundary]
+    return list(
+        task.memo(
+            f"boundary:{kind}:{boundary.__name__}",
+            lambda: [
+                fn
+                for fn in task.hooks(kind)
+                if hook_boundary(fn, allow_trace=allow_trace) is boundary
+            ],
+        )
+    )
 
 
 def trace_stops(task: Task[Any, Any, Any]) -> list[Callable[..., Any]]:
@@ -104,6 +113,14 @@ def _check_request(before: Request, after: Request, active: set[int]) -> None:
         if isinstance(old, ToolMessage) and isinstance(new, ToolMessage):
             if (new.tool_call_id, new.name) != (old.tool_call_id, old.name):
                 raise ValueError("request interceptors cannot change a tool-call ID or name")
+
+
+def watches_responses(task: Task[Any, Any, Any]) -> bool:
+    """Whether the task has a response interceptor or a response stop (else a reply need
+    not pass through :func:`intercept_response`)."""
+    return bool(
+        boundary_hooks(task, "intercept", Response) or boundary_hooks(task, "stop", Response)
+    )
 
 
 async def intercept_response(

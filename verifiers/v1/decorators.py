@@ -10,6 +10,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, get_origin, get_type_hints, overload
@@ -175,11 +176,42 @@ def sort_hooks(fns: Iterable[Callable[..., Any]], kind: str) -> list[Callable[..
     return sorted(fns, key=_order(kind))
 
 
-def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+_INTROSPECTED: weakref.WeakKeyDictionary[Any, dict[bool, tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _introspect(fn: Callable[..., Any]) -> tuple[Mapping[str, inspect.Parameter], dict[str, Any]]:
+    """``fn``'s parameters and resolved annotations, computed once per underlying function
+    (hooks run several times per rollout: ``inspect.signature`` and ``get_type_hints`` each
+    time cost more than the rest of a single-turn rollout)."""
+    func = getattr(fn, "__func__", fn)
+    bound = func is not fn
     try:
-        return get_type_hints(fn)
-    except Exception:  # an annotation that does not resolve binds by name only
-        return {}
+        per = _INTROSPECTED.get(func)
+    except TypeError:  # not weak-referenceable: computed every time
+        per = None
+    cached = per.get(bound) if per is not None else None
+    if cached is None:
+        try:
+            hints = get_type_hints(fn)
+        except Exception:  # an annotation that does not resolve binds by name only
+            hints = {}
+        cached = (inspect.signature(fn).parameters, hints)
+        try:
+            _INTROSPECTED.setdefault(func, {})[bound] = cached
+        except TypeError:
+            pass
+    return cached[0], cached[1]
+
+
+def parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter]:
+    """``inspect.signature(fn).parameters``, cached per underlying function."""
+    return _introspect(fn)[0]
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    return _introspect(fn)[1]
 
 
 def invoke(fn: Callable[..., Any], available: Mapping[str | type, Any]) -> Any:
@@ -188,7 +220,7 @@ def invoke(fn: Callable[..., Any], available: Mapping[str | type, Any]) -> Any:
     annotation (or its generic origin) is a key gets that value. Returns what ``fn`` returns
     (an awaitable for a coroutine function). A parameter neither offers and that has no
     default is left to Python to report (a TypeError naming it)."""
-    params = inspect.signature(fn).parameters
+    params = parameters(fn)
     kwargs = {name: available[name] for name in params if name in available}
     if any(isinstance(key, type) for key in available):
         hints = _hints(fn)
@@ -225,16 +257,14 @@ def hook_boundary(fn: Callable[..., Any], *, allow_trace: bool) -> type:
 
     hints = _hints(fn)
     annotations = [
-        get_origin(hints[name]) or hints[name]
-        for name in inspect.signature(fn).parameters
-        if name in hints
+        get_origin(hints[name]) or hints[name] for name in parameters(fn) if name in hints
     ]
     boundaries = [kind for kind in annotations if kind in (Request, Response)]
     traces = sum(1 for kind in annotations if kind is Trace)
     if len(boundaries) == 1 and traces <= 1:
         return boundaries[0]  # type: ignore[no-any-return]
     if not boundaries:  # unannotated: the parameter's name says the boundary
-        params = inspect.signature(fn).parameters
+        params = parameters(fn)
         named = [
             kind for name, kind in (("request", Request), ("response", Response)) if name in params
         ]

@@ -12,6 +12,7 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
+from verifiers.utils.gc_utils import batch_gc
 from verifiers.v1.agent import Agent, Agents
 from verifiers.v1.configs import AgentConfig, EnvConfig, HarnessConfig, SelectConfig
 from verifiers.v1.configs.agent import agent_config_fields, resolve_agent
@@ -236,7 +237,8 @@ class Env(ABC, Generic[EnvConfigT]):
                 )
 
         jobs = [one(task) for task in self.tasks(select) for _ in range(rollouts_per_task)]
-        return list(await asyncio.gather(*jobs))
+        with batch_gc():
+            return list(await asyncio.gather(*jobs))
 
 
 def _client_from(config: Any) -> Any:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
 from verifiers.v1.configs import DecoratedFunctionConfig, RewardFunctionConfig, TaskConfig
-from verifiers.v1.decorators import discover, invoke_all, load_hook, sort_hooks
+from verifiers.v1.decorators import discover, invoke_all, load_hook, parameters, sort_hooks
 from verifiers.v1.errors import TaskError
 from verifiers.v1.state import State, StateT
 from verifiers.v1.types import Messages, content_text
@@ -97,9 +97,28 @@ class Task(Generic[DataT, StateT, ConfigT]):
         self.data = data
         self.config: ConfigT = config if config is not None else self.config_type()()  # type: ignore[assignment]
 
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per this task and its current ``data`` and ``config`` objects
+        (its hooks, its hash: asked for on every turn of every rollout)."""
+        held = self.__dict__.get("_vf_memo")
+        if (
+            held is None
+            or held[0] is not self
+            or held[1] is not self.data
+            or (held[2] is not self.config)
+        ):
+            held = (self, self.data, self.config, {})
+            self.__dict__["_vf_memo"] = held
+        values: dict[str, Any] = held[3]
+        if key not in values:
+            values[key] = compute()
+        return values[key]
+
     @property
     def hash(self) -> str:
-        return task_key(self.data.model_dump(mode="json", exclude_none=True))
+        return self.memo(  # type: ignore[no-any-return]
+            "hash", lambda: task_key(self.data.model_dump(mode="json", exclude_none=True))
+        )
 
     @property
     def key(self) -> str:
@@ -135,6 +154,9 @@ class Task(Generic[DataT, StateT, ConfigT]):
     def hooks(self, kind: str) -> list[Callable[..., Any]]:
         """The ``kind`` hooks ("stop", "intercept", "metric", "reward"): decorated methods, with
         the config's plugged functions replacing same-named ones; highest priority first."""
+        return list(self.memo(f"hooks:{kind}", lambda: self._find_hooks(kind)))
+
+    def _find_hooks(self, kind: str) -> list[Callable[..., Any]]:
         table: dict[str, Mapping[str, DecoratedFunctionConfig]] = {
             "stop": self.config.stops,
             "metric": self.config.metrics,
@@ -257,7 +279,7 @@ class Task(Generic[DataT, StateT, ConfigT]):
 
 def requires_runtime(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` has a ``runtime`` parameter without a default (it cannot run offline)."""
-    param = inspect.signature(fn).parameters.get("runtime")
+    param = parameters(fn).get("runtime")
     return param is not None and param.default is inspect.Parameter.empty
 
 
@@ -269,8 +291,14 @@ def hooks_need_runtime(task: Task[Any, Any, Any]) -> bool:
         for name in ("setup", "finalize")
         if getattr(type(task), name) is not getattr(Task, name)  # overridden
     ]
-    fns += [*task.hooks("stop"), *task.hooks("metric"), *task.hooks("reward")]
-    if any("runtime" in inspect.signature(fn).parameters for fn in fns):
+    return task.memo(  # type: ignore[no-any-return]
+        "needs_runtime", lambda: _hooks_need_runtime(task, fns)
+    )
+
+
+def _hooks_need_runtime(task: Task[Any, Any, Any], fns: list[Callable[..., Any]]) -> bool:
+    fns = [*fns, *task.hooks("stop"), *task.hooks("metric"), *task.hooks("reward")]
+    if any("runtime" in parameters(fn) for fn in fns):
         return True
     return any(requires_runtime(judge.score) for judge in task.plugged_judges())
 
