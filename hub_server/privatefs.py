@@ -32,8 +32,20 @@ def private_dir(path: Path) -> Path:
 
 
 def private_file(path: Path) -> Path:
-    """Create ``path`` empty (if missing) as 0600, or make an existing one 0600."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    """Create ``path`` empty (if missing) as 0600, or make an existing one 0600.
+
+    An existing file is never opened: closing any descriptor of a SQLite database drops every
+    POSIX lock this process holds on it (its open connections included), after which another
+    process closing its last connection believes it is the last one, checkpoints and deletes
+    the WAL under this process's feet ("disk I/O error", lost commits)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        try:
+            os.chmod(path, FILE_MODE)
+        except PermissionError:  # not ours (a shared mount): leave it as its owner set it
+            pass
+        return path
     try:
         os.fchmod(fd, FILE_MODE)
     finally:
