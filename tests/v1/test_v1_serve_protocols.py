@@ -34,6 +34,7 @@ import verifiers.v1 as vf
 from verifiers.serve.security import ServeAuth
 from verifiers.testing import OpenAITestServer
 from verifiers.v1.serve import EnvServer, EnvServerPool
+from verifiers.v1.serve.wire import PeerProtocols, declared, reply_frames
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -328,3 +329,46 @@ async def test_a_bad_request_is_answered_in_the_client_s_protocol(
         finally:
             await stream.close()
             await two.close()
+
+
+async def test_a_message_of_too_many_frames_is_dropped_and_the_server_keeps_serving() -> None:
+    server = EnvServer(config_data=ENV, address="tcp://127.0.0.1:0")
+    stop = asyncio.Event()
+    running = asyncio.create_task(server.run(stop))
+    two = TwoFrameClient(server.address)
+    try:
+        await two.socket.send_multipart([b"x" * 10] * 50)  # 50 frames: no request has so many
+        await two.ready()  # answered after the flood, in order: it was drained first
+        assert server.stats["bad_frames"] == 1 and two.broken is None
+    finally:
+        await two.close()
+        stop.set()
+        await running
+
+
+def test_the_protocol_of_a_connection_is_learned_from_what_it_sends() -> None:
+    table = PeerProtocols(capacity=2)
+    run_040 = {"client": {"type": "train", "timeout": {}}}
+    run_a60 = {"client": {"type": "train"}}
+    assert declared(b"run", run_040) == "stream" and declared(b"run", run_a60) == "two-frame"
+    assert declared(b"health", {"protocol": "stream"}) == "stream"
+    assert declared(b"health", {"protocol": "three"}) is None and declared(b"run", [1]) is None
+    # a health from a connection that showed nothing: two frames, until a prompt healthy
+    # two-frame answer is asked again
+    assert table.resolve(b"a", b"health", {}) == "two-frame"
+    table.answered(b"a", b"health", time.monotonic(), ok=False)  # still loading
+    assert table.resolve(b"a", b"health", {}) == "two-frame"
+    table.answered(b"a", b"health", time.monotonic(), ok=True)
+    assert table.resolve(b"a", b"health", {}) == "stream"
+    assert table.resolve(b"a", b"cancel", {"request_id": "r"}) == "stream"
+    assert table.resolve(b"b", b"run", run_a60) == "two-frame"
+    assert table.resolve(b"b", b"health", {}) == "two-frame"
+    table.resolve(b"c", b"run", run_040)  # over capacity: the least recent is forgotten
+    assert table.known_for(b"a") is None and table.known_for(b"c") == "stream"
+    table.forget(b"c")
+    assert table.known_for(b"c") is None
+    assert PeerProtocols("two-frame").resolve(b"a", b"run", run_040) == "two-frame"
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        PeerProtocols("three")  # type: ignore[arg-type]
+    assert reply_frames("two-frame", b"r", b"delta", b"d") is None
+    assert reply_frames("stream", b"r", b"delta", b"d") == [b"r", b"delta", b"d"]

@@ -4,7 +4,11 @@ A request is four frames at the socket, ``[client_id, request_id, method, payloa
 client's DEALER sends the last three); ``payload`` is a msgpack map (see
 :mod:`verifiers.v1.serve.types`). Every request gets exactly one ``reply`` frame set,
 ``[client_id, request_id, b"reply", data]``; a ``run`` first streams its traces as
-``[client_id, request_id, b"delta", data]`` frames (:mod:`verifiers.v1.serve.delta`).
+``[client_id, request_id, b"delta", data]`` frames (:mod:`verifiers.v1.serve.delta`). A
+two-frame client (verifiers a60a606) gets ``[client_id, request_id, data]`` with the whole
+episode instead; which one a client reads is told from its requests
+(:mod:`verifiers.v1.serve.wire`). A message of more frames than a request has is drained
+unread.
 
 The server holds no tasks: each run request carries its task's data, validated here into the
 taskset's ``TaskData`` class and wrapped in its ``Task`` class with the taskset's task config,
