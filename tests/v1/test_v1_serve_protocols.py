@@ -302,6 +302,19 @@ async def test_a_two_frame_client_that_starts_with_a_run_never_sees_three_frames
                 await two.run(run_payload(model_server, sentence, era="a60a606")), sentence
             )
             assert episode.traces[0].num_turns == 1
+            # images a node introduced reach prime-rl's reader, Branch.multi_modal_data
+            record = await two.run(run_payload(model_server, sentence, era="a60a606"))
+            first, *_ = record["traces"][0]["nodes"]
+            assert "multi_modal_data" in first  # the node field travels in the episode
+            image = {"pixel_values": [[0.5]], "image_grid_thw": [1, 1, 1]}
+            first["multi_modal_data"] = {
+                "mm_items": {"image": [image]},
+                "mm_hashes": {"image": ["h"]},
+            }
+            (branch,) = vf.WireEpisode.model_validate(record).traces[0].branches
+            assert branch.multi_modal_data is not None
+            assert branch.multi_modal_data.mm_items == {"image": [image]}
+            assert branch.multi_modal_data.mm_hashes == {"image": ["h"]}
             _, cancelled = await two.request("cancel", {"request_id": "gone"}, timeout=30)
             assert cancelled == {"success": True, "error": None, "cancelled": False}
             assert two.broken is None
