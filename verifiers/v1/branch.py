@@ -24,7 +24,7 @@ from verifiers.v1.types import Message, Tool
 if TYPE_CHECKING:
     from verifiers.v1.trace import Trace
 
-__all__ = ["Branch", "fill_spans", "trace_branches"]
+__all__ = ["Branch", "MultiModalData", "fill_spans", "trace_branches"]
 
 
 @dataclass
@@ -105,9 +105,26 @@ class Branch:
         return types if any(types) else None
 
     @property
-    def multi_modal_data(self) -> Any | None:
-        """Images the branch introduced (none are recorded here)."""
-        return None
+    def multi_modal_data(self) -> MultiModalData | None:
+        """The images the branch's nodes introduced, joined in node order per modality; None
+        when no node carries any."""
+        joined = MultiModalData()
+        for node in self.nodes:
+            data = node.multi_modal_data or {}
+            for key in ("mm_items", "mm_hashes", "mm_placeholders"):
+                for modality, items in (data.get(key) or {}).items():
+                    getattr(joined, key).setdefault(modality, []).extend(items)
+        return joined if joined.mm_items or joined.mm_hashes else None
+
+
+@dataclass
+class MultiModalData:
+    """A branch's images as the trainer reads them: per modality, the renderer's items
+    (``mm_items``), their hashes and their placeholder ranges."""
+
+    mm_items: dict[str, list[Any]] = field(default_factory=dict)
+    mm_hashes: dict[str, list[Any]] = field(default_factory=dict)
+    mm_placeholders: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def _path(nodes: list[MessageNode], at: int | None) -> list[int]:

@@ -78,6 +78,10 @@ class MessageNode(BaseModel):
     """Trainer annotations, per sampled token of the span."""
     reference_logprobs: list[float] | None = None
     loss_weights: dict[str, list[float]] | None = None
+    multi_modal_data: dict[str, Any] | None = None
+    """The renderer's items for the images this message introduces, as plain data
+    (``mm_items``, ``mm_hashes``, ``mm_placeholders``, each by modality); a branch joins them
+    (:attr:`~verifiers.v1.branch.Branch.multi_modal_data`, prime-rl's training input)."""
     """Per loss stream, a weight per token of the span."""
     renderer_token_ids: list[int] | None = Field(default=None, exclude=True)
     """The node's span as the renderer tokenized it (before multimodal placeholders were

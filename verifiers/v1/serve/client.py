@@ -4,7 +4,8 @@ One DEALER socket; one receive loop matches reply frames to the waiting request 
 ``request_id`` and hands a run's ``delta`` frames to that run's :class:`EpisodeAssembly`. A
 run returns the assembled episode validated as a :class:`~verifiers.v1.WireEpisode` (its
 tasks keep their env-specific fields as extras, so the env need not be importable here).
-Cancelling a run (cancelling the awaiting task) tells the server to stop it.
+Cancelling a run (cancelling the awaiting task) tells the server to stop it. Every request
+names the streamed protocol it reads (:mod:`verifiers.v1.serve.wire`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from verifiers.v1.serve.types import (
     RunRequest,
     RunResponse,
 )
+from verifiers.v1.serve.wire import PROTOCOL_KEY
 from verifiers.v1.trace import WireEpisode
 from verifiers.v1.types import SamplingConfig
 
@@ -118,7 +120,7 @@ class EnvClient:
         self._pending[request_id] = future
         if on_delta is not None:
             self._deltas[request_id] = on_delta
-        payload = pack(request.model_dump(mode="json"))
+        payload = pack({**request.model_dump(mode="json"), PROTOCOL_KEY: "stream"})
         try:
             await self.socket.send_multipart(
                 self.auth.seal_frames(
@@ -154,7 +156,12 @@ class EnvClient:
                     [
                         uuid.uuid4().hex.encode(),
                         CancelRequest.method.encode(),
-                        pack(CancelRequest(request_id=run_request_id).model_dump(mode="json")),
+                        pack(
+                            {
+                                **CancelRequest(request_id=run_request_id).model_dump(mode="json"),
+                                PROTOCOL_KEY: "stream",
+                            }
+                        ),
                     ],
                     routed=False,
                 )

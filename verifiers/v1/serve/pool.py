@@ -23,6 +23,7 @@ import os
 import signal
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ import zmq.asyncio
 
 from verifiers.serve.security import (
     Limits,
+    PayloadError,
     Peers,
     ServeAllow,
     ServeAuth,
@@ -41,9 +43,19 @@ from verifiers.serve.security import (
     watch_disconnects,
 )
 from verifiers.v1.configs.env import EnvConfig
+from verifiers.v1.serve.delta import EpisodeAssembly
 from verifiers.v1.serve.encoding import pack, unpack
 from verifiers.v1.serve.server import DEFAULT_ADDRESS, EnvServer
 from verifiers.v1.serve.types import CancelRequest, CancelResponse, HealthResponse
+from verifiers.v1.serve.wire import (
+    MAX_FRAMES,
+    PeerProtocols,
+    Protocol,
+    ServeProtocol,
+    recv_bounded,
+    reply_frames,
+    whole_reply,
+)
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -90,16 +102,19 @@ def serve_env(
     allow: ServeAllow | dict[str, Any] | None = None,
     limits: Limits | None = None,
     internal: bool = False,
+    protocol: ServeProtocol = "auto",
 ) -> None:
     """Serve the env ``config`` (or its dump ``config_data``) at ``address`` until SIGTERM or
     SIGINT. ``max_workers`` 1 runs it in this process; more (or None: an elastic pool of up
     to twice the CPU cores) over worker processes. ``log_setup`` runs first, here and in
-    every worker. ``keys_dir``/``insecure``/``allow``/``limits``: see :class:`EnvServer`."""
+    every worker. ``keys_dir``/``insecure``/``allow``/``limits``/``protocol``: see
+    :class:`EnvServer`."""
     security: dict[str, Any] = {
         "keys_dir": keys_dir,
         "insecure": insecure,
         "allow": allow,
         "limits": limits,
+        "protocol": protocol,
     }
     if log_setup is not None:
         log_setup()
@@ -168,7 +183,11 @@ class EnvServerPool:
         insecure: bool = False,
         allow: ServeAllow | dict[str, Any] | None = None,
         limits: Limits | None = None,
+        protocol: ServeProtocol = "auto",
     ) -> None:
+        self.protocols = PeerProtocols(protocol)
+        self.assemblies: dict[bytes, EpisodeAssembly] = {}
+        """The runs of two-frame clients, by worker request id: their deltas gathered here."""
         if max_workers is None:  # bounded: an elastic pool never forks without limit
             max_workers = 2 * (os.cpu_count() or 1)
         if max_workers is not None and max_workers < 1:
@@ -222,6 +241,7 @@ class EnvServerPool:
                 "max_concurrent": self.max_concurrent,
                 "death_pipe": reader,
                 "internal": True,
+                "protocol": "stream",  # the broker shapes each client's replies
                 "allow": self.allow,
                 "limits": self.limits,
             },
@@ -266,16 +286,32 @@ class EnvServerPool:
             route = worker.inflight.get(iid)
             if route is None:
                 continue
+            assembly = self.assemblies.get(iid)
+            protocol: Protocol = "stream" if assembly is None else "two-frame"
             if kind == b"reply":
                 del worker.inflight[iid]
                 self.routes.pop(route, None)
                 self.peers.done(*route)
-            await self._send(route[0], route[1], kind, data)
+                if assembly is not None:
+                    del self.assemblies[iid]
+                    data = whole_reply(assembly, data)
+            elif assembly is not None:
+                try:
+                    assembly.apply(unpack(data))
+                except Exception:  # the reply then names the missing trace
+                    logger.warning("a delta of run %s did not apply", iid, exc_info=True)
+                continue
+            await self._send(route[0], route[1], kind, data, protocol)
 
-    async def _send(self, cid: bytes, rid: bytes, kind: bytes, data: bytes) -> None:
+    async def _send(
+        self, cid: bytes, rid: bytes, kind: bytes, data: bytes, protocol: Protocol = "stream"
+    ) -> None:
+        frames = reply_frames(protocol, rid, kind, data)
+        if frames is None:
+            return
         try:
-            frames = self.auth.seal_frames([cid, rid, kind, data])
-            await self.frontend.send_multipart(frames, copy=False)
+            sealed = self.auth.seal_frames([cid, *frames])
+            await self.frontend.send_multipart(sealed, copy=False)
         except zmq.ZMQError as exc:  # the client is gone
             logger.debug("could not answer request %s: %s", rid[:8], exc)
 
@@ -306,10 +342,12 @@ class EnvServerPool:
                 "env failed to load in it; see its log for the reason"
             )
         error = pack({"success": False, "error": reason})
-        for cid, rid in worker.inflight.values():
+        for iid, (cid, rid) in worker.inflight.items():
             self.routes.pop((cid, rid), None)
             self.peers.done(cid, rid)
-            failing = loop.create_task(self._send(cid, rid, b"reply", error))
+            gathered = self.assemblies.pop(iid, None) is not None
+            protocol: Protocol = "two-frame" if gathered else "stream"
+            failing = loop.create_task(self._send(cid, rid, b"reply", error, protocol))
             self._failing.add(failing)
             failing.add_done_callback(self._failing.discard)
         worker.inflight.clear()
@@ -333,7 +371,7 @@ class EnvServerPool:
         watching = asyncio.ensure_future(watch_disconnects(self.monitor, self._on_disconnect))
         try:
             while True:
-                receiving = asyncio.ensure_future(self.frontend.recv_multipart(copy=False))
+                receiving = asyncio.ensure_future(recv_bounded(self.frontend, MAX_FRAMES))
                 done, _ = await asyncio.wait(
                     {receiving, stopped}, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -341,6 +379,9 @@ class EnvServerPool:
                     receiving.cancel()
                     break
                 frames = receiving.result()
+                if not frames:  # more frames than any request has: dropped unread
+                    self.stats["bad_frames"] += 1
+                    continue
                 self.peers.seen(
                     frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect
                 )
@@ -356,6 +397,7 @@ class EnvServerPool:
 
     def _on_disconnect(self, fd: int) -> None:
         for cid, rids in self.peers.disconnected(fd):
+            self.protocols.forget(cid)
             if rids:
                 self.stats["disconnects"] += 1
                 logger.warning("a client left with %d runs in flight: cancelling them", len(rids))
@@ -377,31 +419,42 @@ class EnvServerPool:
             self.stats["bad_frames"] += 1
             logger.warning("ignoring a message of %d frames (expected 4)", len(frames))
             return
+        received = time.monotonic()
         cid, rid, method, payload = frames
         self.stats["requests"] += 1
+        raw: Any = None
+        protocol = self.protocols.known_for(cid)
+        if protocol is None or method == b"cancel":  # decoded only when it must be read
+            try:
+                raw = bounded_unpack(payload, self.limits)
+            except PayloadError as exc:
+                protocol = self.protocols.resolve(cid, method, None)
+                await self._send(
+                    cid, rid, b"reply", pack({"success": False, "error": str(exc)}), protocol
+                )
+                return
+        protocol = self.protocols.resolve(cid, method, raw)
+        answer: dict[str, Any] | None = None
         if method == b"health":
             if self.error is not None:
-                answer = HealthResponse(success=False, error=self.error)
+                answer = HealthResponse(success=False, error=self.error).model_dump(mode="json")
             elif not any(w.ready for w in self.workers):
-                answer = HealthResponse(success=False)  # still loading: no reason to give
+                answer = HealthResponse(success=False).model_dump(mode="json")  # loading
             else:
-                answer = HealthResponse()
-            await self._send(cid, rid, b"reply", pack(answer.model_dump(mode="json")))
-            return
-        if self.error is not None and method == b"run":
-            failed = {"success": False, "error": self.error}
-            await self._send(cid, rid, b"reply", pack(failed))
-            return
-        if method == b"cancel":
+                answer = HealthResponse().model_dump(mode="json")
+        elif self.error is not None and method == b"run":
+            answer = {"success": False, "error": self.error}
+        elif method == b"cancel":
             found = None
             with contextlib.suppress(Exception):
-                raw = bounded_unpack(payload, self.limits)
                 target = CancelRequest.model_validate(raw).request_id
                 found = self.routes.get((cid, target.encode()))
             if found is not None:
                 await self._cancel_on_worker(*found)
-            reply = CancelResponse(cancelled=found is not None).model_dump(mode="json")
-            await self._send(cid, rid, b"reply", pack(reply))
+            answer = CancelResponse(cancelled=found is not None).model_dump(mode="json")
+        if answer is not None:
+            await self._send(cid, rid, b"reply", pack(answer), protocol)
+            self.protocols.answered(cid, method, received, bool(answer.get("success")))
             return
         worker = self._pick()
         self._counter += 1
@@ -409,6 +462,8 @@ class EnvServerPool:
         worker.inflight[iid] = (cid, rid)
         self.routes[(cid, rid)] = (worker, iid)
         self.peers.add(cid, rid)
+        if protocol == "two-frame":
+            self.assemblies[iid] = EpisodeAssembly()
         await worker.socket.send_multipart([iid, method, payload])
 
     async def close(self) -> None:

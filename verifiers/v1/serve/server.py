@@ -4,7 +4,11 @@ A request is four frames at the socket, ``[client_id, request_id, method, payloa
 client's DEALER sends the last three); ``payload`` is a msgpack map (see
 :mod:`verifiers.v1.serve.types`). Every request gets exactly one ``reply`` frame set,
 ``[client_id, request_id, b"reply", data]``; a ``run`` first streams its traces as
-``[client_id, request_id, b"delta", data]`` frames (:mod:`verifiers.v1.serve.delta`).
+``[client_id, request_id, b"delta", data]`` frames (:mod:`verifiers.v1.serve.delta`). A
+two-frame client (verifiers a60a606) gets ``[client_id, request_id, data]`` with the whole
+episode instead; which one a client reads is told from its requests
+(:mod:`verifiers.v1.serve.wire`). A message of more frames than a request has is drained
+unread.
 
 The server holds no tasks: each run request carries its task's data, validated here into the
 taskset's ``TaskData`` class and wrapped in its ``Task`` class with the taskset's task config,
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from typing import Any
 
 import zmq
@@ -48,9 +53,18 @@ from verifiers.v1.serve.types import (
     BaseResponse,
     CancelRequest,
     CancelResponse,
+    EpisodeResponse,
     HealthResponse,
     RunRequest,
     RunResponse,
+)
+from verifiers.v1.serve.wire import (
+    MAX_FRAMES,
+    PeerProtocols,
+    Protocol,
+    ServeProtocol,
+    recv_bounded,
+    reply_frames,
 )
 from verifiers.v1.task import Task, TaskData
 from verifiers.v1.trace import Episode
@@ -72,7 +86,9 @@ class EnvServer:
     """Serves the env ``config`` describes at ``address`` (``:0`` binds a free port; read
     :attr:`address` for the one bound). ``max_concurrent`` bounds the episodes running at once
     (None: no bound). ``keys_dir``/``insecure``: authentication; ``allow``: the endpoints
-    and secrets runs may use; ``limits``: input bounds (see the module docstring)."""
+    and secrets runs may use; ``limits``: input bounds (see the module docstring);
+    ``protocol``: the reply shape, ``auto`` (each client's own,
+    :mod:`verifiers.v1.serve.wire`), ``stream`` or ``two-frame``."""
 
     def __init__(
         self,
@@ -86,7 +102,9 @@ class EnvServer:
         allow: ServeAllow | dict[str, Any] | None = None,
         limits: Limits | None = None,
         internal: bool = False,
+        protocol: ServeProtocol = "auto",
     ) -> None:
+        self.protocols = PeerProtocols(protocol)
         self.env: Env[Any] | None = None
         self.load_error: str | None = None
         """Why the env could not be built; every request is answered with it."""
@@ -170,7 +188,7 @@ class EnvServer:
         watching = asyncio.ensure_future(watch_disconnects(self.monitor, self._on_disconnect))
         try:
             while True:
-                receiving = asyncio.ensure_future(self.socket.recv_multipart(copy=False))
+                receiving = asyncio.ensure_future(recv_bounded(self.socket, MAX_FRAMES))
                 done, _ = await asyncio.wait(
                     {receiving, stopped}, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -178,6 +196,9 @@ class EnvServer:
                     receiving.cancel()
                     break
                 frames = receiving.result()
+                if not frames:  # more frames than any request has: dropped unread
+                    self.stats["bad_frames"] += 1
+                    continue
                 self.peers.seen(
                     frames[0].bytes, frames[0].get(zmq.SRCFD), self.monitor, self._on_disconnect
                 )
@@ -188,7 +209,8 @@ class EnvServer:
             await self.close()
 
     def _on_disconnect(self, fd: int) -> None:
-        for _cid, rids in self.peers.disconnected(fd):
+        for cid, rids in self.peers.disconnected(fd):
+            self.protocols.forget(cid)
             if rids:
                 self.stats["disconnects"] += 1
                 logger.warning("a client left with %d runs in flight: cancelling them", len(rids))
@@ -206,7 +228,8 @@ class EnvServer:
             return
         client_id, request_id, method, payload = frames
         self.stats["requests"] += 1
-        task = asyncio.create_task(self._handle(client_id, request_id, method, payload))
+        received = time.monotonic()
+        task = asyncio.create_task(self._handle(client_id, request_id, method, payload, received))
         if method == b"run":
             # registered now, so a cancel that arrives before the handler starts finds it
             self._running[request_id] = task
@@ -282,31 +305,31 @@ class EnvServer:
         return episode, response
 
     async def _handle(
-        self, client_id: bytes, request_id: bytes, method: bytes, payload: bytes
+        self,
+        client_id: bytes,
+        request_id: bytes,
+        method: bytes,
+        payload: bytes,
+        received: float | None = None,
     ) -> None:
         route = method.decode(errors="replace")
         response: BaseResponse
+        raw: object = None
+        unreadable: PayloadError | None = None
         try:
             raw = bounded_unpack(payload, self.limits)
+        except PayloadError as exc:
+            unreadable = exc
+        protocol = self.protocols.resolve(client_id, method, raw)
+        try:
+            if unreadable is not None:
+                raise unreadable
             if self.load_error is not None and route in ("health", "run"):
                 response = BaseResponse(success=False, error=self.load_error)
             elif route == "health":
                 response = HealthResponse()
             elif route == "run":
-
-                async def send_delta(delta: dict[str, Any]) -> None:
-                    await self._send([client_id, request_id, b"delta", pack(delta)])
-
-                try:
-                    if isinstance(raw, dict) and isinstance(raw.get("client"), dict):
-                        refused = self.allow.check_v1(raw["client"])
-                        if refused is not None:
-                            self.stats["refused"] += 1
-                            raise PermissionError(f"refused: {refused}")
-                    _, response = await self.run_episode(RunRequest.model_validate(raw), send_delta)
-                finally:
-                    self._running.pop(request_id, None)
-                    self.peers.done(client_id, request_id)
+                response = await self._run(client_id, request_id, raw, protocol)
             elif route == "cancel":
                 target = CancelRequest.model_validate(raw).request_id
                 running = self._running.get(target.encode("utf-8", "surrogateescape"))
@@ -325,14 +348,42 @@ class EnvServer:
         except Exception as exc:  # a failed request is an answer, not a crash
             logger.warning("request %s failed", request_id[:8], exc_info=True)
             response = BaseResponse(success=False, error=f"{type(exc).__name__}: {exc}")
+        if route == "run":  # done: a cancel from now on finds nothing to stop
+            self._running.pop(request_id, None)
+            self.peers.done(client_id, request_id)
         try:
             data = pack(response.model_dump(mode="json"))
         except Exception as exc:
             data = pack({"success": False, "error": f"{type(exc).__name__}: {exc}"})
         try:
-            await self._send([client_id, request_id, b"reply", data])
+            await self._send(client_id, protocol, request_id, b"reply", data)
         except zmq.ZMQError as exc:  # the client is gone
             logger.debug("could not answer request %r: %s", request_id[:8], exc)
+        self.protocols.answered(client_id, method, received or time.monotonic(), response.success)
 
-    async def _send(self, frames: list[bytes]) -> None:
-        await self.socket.send_multipart(self.auth.seal_frames(frames), copy=False)
+    async def _run(
+        self, client_id: bytes, request_id: bytes, raw: object, protocol: Protocol
+    ) -> BaseResponse:
+        """A run request's answer: streamed (its reply the episode head) or whole."""
+
+        async def send_delta(delta: dict[str, Any]) -> None:
+            await self._send(client_id, "stream", request_id, b"delta", pack(delta))
+
+        if isinstance(raw, dict) and isinstance(raw.get("client"), dict):
+            refused = self.allow.check_v1(raw["client"])
+            if refused is not None:
+                self.stats["refused"] += 1
+                raise PermissionError(f"refused: {refused}")
+        request = RunRequest.model_validate(raw)
+        if protocol == "stream":
+            return (await self.run_episode(request, send_delta))[1]
+        episode, _ = await self.run_episode(request)
+        return EpisodeResponse(episode=dump(episode))
+
+    async def _send(
+        self, client_id: bytes, protocol: Protocol, rid: bytes, kind: bytes, data: bytes
+    ) -> None:
+        frames = reply_frames(protocol, rid, kind, data)
+        if frames is not None:
+            sealed = self.auth.seal_frames([client_id, *frames])
+            await self.socket.send_multipart(sealed, copy=False)

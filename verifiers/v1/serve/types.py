@@ -15,6 +15,7 @@ __all__ = [
     "BaseResponse",
     "CancelRequest",
     "CancelResponse",
+    "EpisodeResponse",
     "HealthRequest",
     "HealthResponse",
     "RunRequest",
@@ -70,3 +71,10 @@ class RunResponse(BaseResponse):
 
     head: dict[str, Any] | None = None
     traces: list[TraceSummary] = Field(default_factory=list)
+
+
+class EpisodeResponse(BaseResponse):
+    """A run's reply to a two-frame client (:mod:`verifiers.v1.serve.wire`): the whole
+    episode, its traces inline."""
+
+    episode: dict[str, Any] | None = None
