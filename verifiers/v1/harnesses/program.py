@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypeVar
 
+from verifiers.errors import SandboxError
 from verifiers.v1.boundaries import response_stop, trace_stops
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.decorators import invoke_all
@@ -156,7 +157,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
     def __init__(self, config: ProgramHarnessConfigT | None = None) -> None:
         super().__init__(config)
         self._servers: dict[int, InterceptionServer] = {}
-        self._leases: dict[int, tuple[Runtime, Channel]] = {}
+        self._leases: dict[int, tuple[Runtime, Channel, int | None]] = {}
 
     @classmethod
     def config_type(cls) -> type[ProgramHarnessConfig]:
@@ -217,15 +218,9 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         from verifiers.v1.task_runtime import TaskRuntime
 
         server = self._server()
-        channel = await server.open_channel()
         runtime = TaskRuntime(self.runtime_config(agent), env)
-        try:
-            binds = {**self.binds(), channel.path: SOCKET_INSIDE} if runtime.binds_paths else None
-            await runtime.start(binds)
-        except BaseException:
-            await self._teardown(server, channel, runtime)
-            raise
-        self._leases[id(trace)] = (runtime, channel)
+        channel, port = await self._connect(server, runtime)
+        self._leases[id(trace)] = (runtime, channel, port)
         return runtime
 
     async def release_runtime(self, trace: Trace) -> None:
@@ -233,6 +228,49 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         lease = self._leases.pop(id(trace), None)
         if lease is not None:
             await self._teardown(self._server(), lease[1], lease[0])
+
+    async def _connect(
+        self, server: InterceptionServer, runtime: Runtime
+    ) -> tuple[Channel, int | None]:
+        """Start ``runtime`` and open its interception channel, reachable from that runtime
+        only; the channel and its port inside the runtime, or None where a relay must carry
+        the program's calls (:meth:`_relay`). Local sandboxes (bwrap, subprocess): the
+        channel listens on a socket the sandbox's agent opened on the sandbox's own loopback,
+        before any code of the task or the program runs there (no relay process). Others
+        (docker): a Unix socket of the channel bound in, reached through a relay."""
+        if runtime.type not in ("bwrap", "subprocess"):
+            channel = await server.open_channel()
+            try:
+                binds = (
+                    {**self.binds(), channel.path: SOCKET_INSIDE} if runtime.binds_paths else None
+                )
+                await runtime.start(binds)
+            except BaseException:
+                await self._teardown(server, channel, runtime)
+                raise
+            return channel, None
+        try:
+            await runtime.start(self.binds() if runtime.binds_paths else None)
+            listen = getattr(runtime.sandbox, "listen_loopback", None)
+            if listen is None:
+                raise HarnessError(
+                    f"the {runtime.type} runtime's sandbox cannot listen on its loopback"
+                )
+            try:
+                listener = await listen()
+            except SandboxError as e:
+                raise HarnessError(f"the interception channel could not be opened: {e}") from e
+            try:
+                channel = await server.open_channel(listener=listener)
+            except BaseException:
+                listener.close()
+                raise
+        except BaseException:
+            await runtime.stop()
+            if server.open_channels == 0:
+                await server.close()
+            raise
+        return channel, int(listener.getsockname()[1])
 
     @staticmethod
     async def _teardown(server: InterceptionServer, channel: Channel, runtime: Runtime) -> None:
@@ -245,20 +283,16 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         server = self._server()
         lease = self._leases.get(id(trace))
         if lease is not None:  # the rollout's runtime, already started
-            runtime, channel = lease
+            runtime, channel, port = lease
         else:
-            channel = await server.open_channel()
             runtime = make_runtime(self.runtime_config(agent))
+            channel, port = await self._connect(server, runtime)
         procs: list[SandboxProcess] = []
         watcher: asyncio.Task[int] | None = None
         tail = bytearray()
         try:
-            if lease is None:
-                binds = (
-                    {**self.binds(), channel.path: SOCKET_INSIDE} if runtime.binds_paths else None
-                )
-                await runtime.start(binds)
-            port = await self._relay(runtime, runtime.config, channel, procs)
+            if port is None:
+                port = await self._relay(runtime, runtime.config, channel, procs)
             await self.prepare(runtime, task, trace, agent)
             argv, env = self.command(task, trace, agent)
             base_url = channel.base_url(port)
