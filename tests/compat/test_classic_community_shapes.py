@@ -98,3 +98,72 @@ async def test_a_rubric_subclass_assigns_its_weights(caplog: pytest.LogCaptureFi
     assert "1 weights for 2 reward functions" in caplog.text
     rubric.funcs = [half]
     assert [f.__name__ for f in rubric.funcs] == ["half"] and list(rubric.weights) == [1.0]
+
+
+async def test_reward_functions_get_the_rows_other_columns_by_name_as_0_3_passes_them() -> None:
+    # a judge rubric reading the question and a metadata column by name (0.3.1 passes every
+    # column of the row that is not prompt/answer/info/example_id; here they were missing, so
+    # the reward was lost)
+    seen: list[dict[str, Any]] = []
+
+    class GradeRubric(vf.Rubric):
+        def __init__(self) -> None:
+            super().__init__()
+            self.add_reward_func(self.graded)
+            self.add_metric(self.everything)
+
+        async def graded(self, question: str, topic: str, completion: Any, answer: str) -> float:
+            return float(question == "q0" and topic == "geo" and says_ok(completion) == 1.0)
+
+        def everything(self, completion: Any, **kwargs: Any) -> float:
+            seen.append(kwargs)
+            return 0.0
+
+    ds = Dataset.from_list([{"question": "q0", "answer": "a0", "topic": "geo"}])
+    env = vf.SingleTurnEnv(eval_dataset=ds, rubric=GradeRubric())
+    recs = (await run(env, ScriptedClient(replies=["ok"]))).records
+    assert recs[0]["reward"] == 1.0 and recs[0]["metrics"]["graded"] == 1.0
+    # **kwargs gets the row's columns too, below the named arguments; the state keeps the row
+    assert seen[0]["question"] == "q0" and seen[0]["topic"] == "geo"
+    assert seen[0]["answer"] == "a0" and seen[0]["state"]["input"]["topic"] == "geo"
+
+
+async def test_a_column_no_row_has_is_still_a_clear_scoring_error() -> None:
+    def needs(completion: Any, difficulty: str) -> float:
+        return 1.0
+
+    env = vf.SingleTurnEnv(dataset=rows(1), rubric=vf.Rubric(funcs=[needs]))
+    rec = (await run(env, ScriptedClient(replies=["ok"]))).records[0]
+    assert rec["reward"] is None
+    assert "difficulty" in rec["reward_errors"][0]["message"]
+    assert "column of the dataset row" in rec["reward_errors"][0]["message"]
+
+
+def test_evaluate_with_a_client_config_runs_as_0_3_does() -> None:
+    # 0.3.1's evaluate/evaluate_sync/generate_sync take a vf.ClientConfig (and refuse a bare
+    # AsyncOpenAI); here they refused the config
+    from verifiers.testing.server import OpenAITestServer
+
+    env = vf.SingleTurnEnv(eval_dataset=rows(3), rubric=vf.Rubric(funcs=[says_ok]))
+    with OpenAITestServer(responder=lambda request: "ok") as server:
+        config = vf.ClientConfig(api_base_url=server.base_url, api_key_var="VF_NO_SUCH_KEY")
+        out = env.evaluate_sync(config, "m", num_examples=2)
+        assert [o["reward"] for o in out["outputs"]] == [1.0, 1.0]
+        assert out["metadata"]["num_examples"] == 2
+        again = env.generate_sync(env._get_eval_inputs(1, 2), config, "m")
+        assert [o["reward"] for o in again["outputs"]] == [1.0, 1.0]
+        assert len(server.requests) == 4
+
+
+async def test_a_classic_client_made_from_a_config_closes_its_connections() -> None:
+    openai = pytest.importorskip("openai")
+    config = vf.ClientConfig(api_base_url="http://127.0.0.1:9/v1")
+    for cls in (vf.OpenAIChatCompletionsClient, vf.OpenAICompletionsClient):
+        made = cls(config)
+        await made.close()
+        assert made.client.is_closed()
+    # a caller's own openai client stays open (it may be passed again)
+    own = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
+    await vf.OpenAIChatCompletionsClient(own).close()
+    assert not own.is_closed()
+    await own.close()

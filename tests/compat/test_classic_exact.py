@@ -537,7 +537,9 @@ async def test_init_state_reads_task_payloads_and_row_tools() -> None:
     assert state["task"] == payload and state["answer"] == "a9"
     assert state["input"]["custom"] == 1 and state["prompt"][0]["content"] == "Hi"
     plain = await env.init_state(row, client, "m")
-    assert plain["task"] == row["task"] and "input" not in plain and "tool_defs" not in plain
+    assert plain["task"] == row["task"] and "tool_defs" not in plain
+    # the row itself, as 0.3.x keeps it (a copy: a reward writing to it changes no other rollout)
+    assert plain["input"] == row and plain["input"] is not row
     with pytest.raises(vf.ConfigError, match="not valid JSON"):
         await env.init_state({**row, "task": "{oops"}, client, "m")
     with pytest.raises(vf.ConfigError, match=r"info\['oai_tools'\] is no longer supported"):

@@ -218,6 +218,8 @@ class OpenAIChatCompletionsClient(OpenAIClient):
     def __init__(self, client_or_config: Any, **kwargs: Any) -> None:
         client = _openai_client(client_or_config)
         if hasattr(client, "with_options"):
+            # a client made here from a ClientConfig is this one's to close
+            kwargs.setdefault("owns_client", client is not client_or_config)
             super().__init__(client, **kwargs)
         else:  # an object of the openai client's shape (``.chat.completions.create``)
             self.client = client
@@ -322,6 +324,8 @@ class OpenAICompletionsClient(OpenAIClient):
     def __init__(self, client_or_config: Any, **kwargs: Any) -> None:
         client = _openai_client(client_or_config)
         if hasattr(client, "with_options"):
+            # a client made here from a ClientConfig is this one's to close
+            kwargs.setdefault("owns_client", client is not client_or_config)
             super().__init__(client, **kwargs)
         else:  # an object of the openai client's shape (``.completions.create``)
             self.client = client

@@ -498,7 +498,28 @@ class ClassicEnvironmentMixin(ClassicModelCalls):
         **kwargs: Any,
     ) -> EvalResult:
         """Evaluate on the eval dataset (classic call shape and defaults: every row, once).
-        See :func:`verifiers.evaluate_async`."""
+        See :func:`verifiers.evaluate_async`. A call only 0.3.x's runner serves (a
+        ``vf.ClientConfig`` as the client, ``results_path=``, ...) runs :meth:`generate` on
+        0.3.x's eval inputs, as 0.3.x does, and returns its ``GenerateOutputs`` dict."""
+        from verifiers.classic.generate import wants_classic_generate
+
+        if wants_classic_generate(self, client, kwargs):
+            shuffle = bool(kwargs.pop("shuffle", False))
+            seed = kwargs.pop("shuffle_seed", None)
+            seed = 0 if shuffle and seed is None else seed
+            inputs = self._get_eval_inputs(  # type: ignore[attr-defined]  # the model-call mixin's
+                num_examples, rollouts_per_example, shuffle=shuffle, shuffle_seed=seed
+            )
+            return await self.generate(
+                inputs,
+                client,
+                model,
+                sampling_args=sampling_args,
+                max_concurrent=max_concurrent,
+                shuffle=shuffle,
+                shuffle_seed=seed,
+                **kwargs,
+            )
         from verifiers.evaluation import evaluate_async
 
         return await evaluate_async(
@@ -514,10 +535,17 @@ class ClassicEnvironmentMixin(ClassicModelCalls):
 
     def evaluate_sync(self, client: Any, model: str, **kwargs: Any) -> EvalResult:
         """Blocking :meth:`evaluate` (refuses to run inside a running event loop)."""
+        from verifiers.classic.generate import wants_classic_generate
         from verifiers.evaluation import evaluate
 
         kwargs.setdefault("num_examples", -1)  # the classic defaults of evaluate()
         kwargs.setdefault("rollouts_per_example", 1)
+        if wants_classic_generate(self, client, kwargs):
+            from verifiers.utils.async_utils import run_sync
+
+            return run_sync(
+                self.evaluate(client, model, **kwargs), "evaluate_sync", "await env.evaluate(...)"
+            )
         return evaluate(cast("Environment", self), client=client, model=model, **kwargs)
 
     async def generate(
@@ -563,7 +591,17 @@ class ClassicEnvironmentMixin(ClassicModelCalls):
 
     def generate_sync(self, inputs: Any, client: Any, model: str, **kwargs: Any) -> EvalResult:
         """Blocking :meth:`generate`."""
+        from verifiers.classic.generate import wants_classic_generate
         from verifiers.evaluation import evaluate
+
+        if wants_classic_generate(self, client, kwargs):
+            from verifiers.utils.async_utils import run_sync
+
+            return run_sync(
+                self.generate(inputs, client, model, **kwargs),
+                "generate_sync",
+                "await env.generate(...)",
+            )
 
         return evaluate(
             cast("Environment", self), client=client, model=model, inputs=inputs, **kwargs

@@ -267,6 +267,9 @@ class EnvironmentCore(DatasetSplits, ModelCalls):
             sampling_args=args,
             client=client,
             oai_tools=self.oai_tools,
+            # the row itself (0.3.x's ``state["input"]``): its other columns reach reward
+            # functions that name them
+            input=dict(input),
         )
         return state
 

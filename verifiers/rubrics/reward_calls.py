@@ -14,7 +14,7 @@ import inspect
 import logging
 import math
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,18 @@ _GROUP_ARGS: dict[str, str] = {
 
 
 _MISSING = object()
+
+#: columns of a dataset row the rollout state holds under its own keys; a reward function's
+#: ``**kwargs`` gets the row's other columns
+ROW_INPUT_COLUMNS = frozenset({"prompt", "answer", "info", "example_id"})
+
+
+def _row_field(state: State, column: str) -> Any:
+    """``column`` of the rollout's dataset row (``state["input"]``), or ``_MISSING``."""
+    row = state.get("input")
+    if isinstance(row, Mapping) and column in row:
+        return row[column]
+    return _MISSING
 
 
 def func_name(func: Callable[..., Any]) -> str:
@@ -116,6 +128,7 @@ class RewardCall:
     required: frozenset[str]
     unknown: tuple[str, ...]  # required arguments a group function cannot be given
     score_on_error: bool
+    row_columns: bool = False  # ``**kwargs`` of an individual function: gets the row's columns
     index: int = 0  # position in the plan: two functions may share a name
     source: int = 0  # which rubric of a RubricGroup it comes from
 
@@ -124,14 +137,25 @@ class RewardCall:
         for arg, key, default in self.from_state:
             value = state.get(key, default)
             if value is _MISSING:
+                value = _row_field(state, arg)
+            if value is _MISSING:
                 if arg in self.required:
                     raise ConfigError(
                         f"reward function {self.name!r} needs argument {arg!r}, which is not "
                         "one of prompt, completion, answer, info, task, example_id, state, "
-                        "parser, a class object or a key of the rollout state"
+                        "parser, a class object, a key of the rollout state or a column of "
+                        "the dataset row"
                     )
                 continue
             kw[arg] = {} if arg == "info" and value is None else value
+        if self.row_columns:
+            # ``**kwargs`` also receives the row's other columns (as in 0.3.x), below everything
+            # named above
+            row = state.get("input")
+            if isinstance(row, Mapping):
+                for column, value in row.items():
+                    if column not in kw and column not in ROW_INPUT_COLUMNS:
+                        kw[column] = value
         if self.wants_state:
             kw[self.wants_state] = state
         return kw
@@ -212,6 +236,7 @@ def build_reward_call(
         required=frozenset(required),
         unknown=tuple(unknown),
         score_on_error=score_on_error,
+        row_columns=var_kw and not group,
     )
 
 
