@@ -30,8 +30,10 @@ __all__ = [
     "CODEX",
     "NpmAgent",
     "NpmInstall",
+    "known_agent",
     "npm_agent",
     "npm_available",
+    "unpinned_version",
 ]
 
 
@@ -96,20 +98,32 @@ def _platform() -> dict[str, str]:
     return {"arch": arch, "triple": triple}
 
 
-def _check_version(version: str) -> None:
+def unpinned_version(version: str) -> str | None:
+    """None for an exact release (``X.Y.Z``), else a sentence saying to pin one."""
     parts = version.split(".")
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ConfigError(
+        return (
             f"agent CLI version {version!r}: give an exact release such as 2.1.278 (pinned, "
             "so rollouts are reproducible; ranges and tags are refused)"
         )
+    return None
+
+
+def known_agent(key: str) -> NpmAgent:
+    """The npm agent CLI named ``key`` (``claude-code``, ``codex``)."""
+    agent = _AGENTS.get(key)
+    if agent is None:
+        raise ConfigError(f"no npm agent CLI {key!r}; known: {sorted(_AGENTS)}")
+    return agent
 
 
 def npm_agent(agent: NpmAgent, version: str | None = None, *, quiet: bool = True) -> NpmInstall:
     """The cached install of ``agent`` at ``version`` (its pinned default when None), made on
     first call with ``npm install`` (the only step that needs the registry)."""
     version = version or agent.version
-    _check_version(version)
+    problem = unpinned_version(version)
+    if problem is not None:
+        raise ConfigError(problem)
     candidates = [e.format(**_platform()) for e in agent.executables]
     target = agent_cache_dir() / f"{agent.key}-{version}"
     found = _found(target, candidates)

@@ -11,22 +11,19 @@ the sandbox. The rollout ends when the CLI prints its result and exits.
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from verifiers.v1.harnesses.program import ProgramHarness, ProgramHarnessConfig
+from verifiers.v1.harnesses.npm_cli import NpmCliHarness, NpmCliHarnessConfig
 
 if TYPE_CHECKING:
-    from verifiers.agents.npm_installs import NpmInstall
     from verifiers.v1.agent import Agent
     from verifiers.v1.task import Task
     from verifiers.v1.trace import Trace
 
-__all__ = ["ClaudeCodeHarness", "ClaudeCodeHarnessConfig", "check_pinned"]
+__all__ = ["ClaudeCodeHarness", "ClaudeCodeHarnessConfig"]
 
-INSIDE = "/opt/vf-claude-code"
 #: what keeps the CLI to model calls only (no telemetry, updates, feedback or error reports)
 QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -41,18 +38,7 @@ QUIET_ENV = {
 }
 
 
-def check_pinned(version: str) -> str:
-    """An exact ``X.Y.Z`` release, or a ValueError saying to pin one."""
-    parts = version.split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(
-            f"version {version!r}: give an exact release such as 1.2.3 (pinned for "
-            "reproducible rollouts; ranges and tags such as 'latest' are refused)"
-        )
-    return version
-
-
-class ClaudeCodeHarnessConfig(ProgramHarnessConfig):
+class ClaudeCodeHarnessConfig(NpmCliHarnessConfig):
     id: str = "claude_code"
     version: str = "2.1.278"
     """The Claude Code release (``@anthropic-ai/claude-code`` on npm, installed once)."""
@@ -62,33 +48,18 @@ class ClaudeCodeHarnessConfig(ProgramHarnessConfig):
     append_system_prompt: str | None = None
     """Text added to Claude Code's own system prompt."""
 
-    @field_validator("version")
-    @classmethod
-    def _pinned(cls, value: str) -> str:
-        return check_pinned(value)
 
-
-class ClaudeCodeHarness(ProgramHarness[ClaudeCodeHarnessConfig]):
+class ClaudeCodeHarness(NpmCliHarness[ClaudeCodeHarnessConfig]):
     name = "claude_code"
-
-    @cached_property
-    def install(self) -> NpmInstall:
-        """The CLI's cached install (made on first use)."""
-        from verifiers.agents.npm_installs import CLAUDE_CODE, npm_agent
-
-        return npm_agent(CLAUDE_CODE, self.config.version)
-
-    def binds(self) -> dict[str, str]:
-        return {str(self.install.directory): INSIDE}
+    npm_key = "claude-code"
+    inside = "/opt/vf-claude-code"
 
     def command(
         self, task: Task[Any, Any, Any], trace: Trace, agent: Agent
     ) -> tuple[list[str], dict[str, str]]:
-        inside = self.runtime_config(agent).type != "subprocess"
-        root = INSIDE if inside else str(self.install.directory)
         # stdin closed: the CLI otherwise waits 3 s for piped input before it starts
         argv = ["/bin/sh", "-c", 'exec "$@" </dev/null', "claude"]
-        argv += [f"{root}/{self.install.executable}", "-p"]
+        argv += [self.executable(agent), "-p"]
         argv += ["--output-format", "json", "--model", agent.model]
         argv += ["--dangerously-skip-permissions"]
         if self.config.max_turns:

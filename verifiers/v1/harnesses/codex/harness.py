@@ -12,23 +12,17 @@ check, web search and analytics are switched off. The rollout ends when ``codex 
 from __future__ import annotations
 
 import shlex
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from pydantic import field_validator
-
-from verifiers.v1.harnesses.claude_code.harness import check_pinned
-from verifiers.v1.harnesses.program import ProgramHarness, ProgramHarnessConfig
+from verifiers.v1.harnesses.npm_cli import NpmCliHarness, NpmCliHarnessConfig
 
 if TYPE_CHECKING:
-    from verifiers.agents.npm_installs import NpmInstall
     from verifiers.v1.agent import Agent
     from verifiers.v1.task import Task
     from verifiers.v1.trace import Trace
 
 __all__ = ["CodexHarness", "CodexHarnessConfig"]
 
-INSIDE = "/opt/vf-codex"
 #: ``-c`` overrides (TOML values) beyond the provider: nothing but model calls leaves the CLI
 SETTINGS = (
     'model_provider="vf"',
@@ -48,37 +42,22 @@ SETTINGS = (
 )
 
 
-class CodexHarnessConfig(ProgramHarnessConfig):
+class CodexHarnessConfig(NpmCliHarnessConfig):
     id: str = "codex"
     version: str = "0.155.1"
     """The Codex release (``@openai/codex`` on npm, installed once)."""
     reasoning_effort: str | None = None
     """Codex's ``model_reasoning_effort`` (None: its default)."""
 
-    @field_validator("version")
-    @classmethod
-    def _pinned(cls, value: str) -> str:
-        return check_pinned(value)
 
-
-class CodexHarness(ProgramHarness[CodexHarnessConfig]):
+class CodexHarness(NpmCliHarness[CodexHarnessConfig]):
     name = "codex"
-
-    @cached_property
-    def install(self) -> NpmInstall:
-        """The CLI's cached install (made on first use)."""
-        from verifiers.agents.npm_installs import CODEX, npm_agent
-
-        return npm_agent(CODEX, self.config.version)
-
-    def binds(self) -> dict[str, str]:
-        return {str(self.install.directory): INSIDE}
+    npm_key = "codex"
+    inside = "/opt/vf-codex"
 
     def command(
         self, task: Task[Any, Any, Any], trace: Trace, agent: Agent
     ) -> tuple[list[str], dict[str, str]]:
-        inside = self.runtime_config(agent).type != "subprocess"
-        root = INSIDE if inside else str(self.install.directory)
         settings = list(SETTINGS)
         if self.config.reasoning_effort:
             settings.append(f"model_reasoning_effort={_toml_string(self.config.reasoning_effort)}")
@@ -87,7 +66,7 @@ class CodexHarness(ProgramHarness[CodexHarnessConfig]):
         options = " ".join(f"-c {shlex.quote(s)}" for s in settings)
         script = (
             'export CODEX_HOME="$PWD/.codex-home" && mkdir -p "$CODEX_HOME" && '
-            f"exec {shlex.quote(f'{root}/{self.install.executable}')} exec "
+            f"exec {shlex.quote(self.executable(agent))} exec "
             "--skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --color never "
             f'-m "$OPENAI_MODEL" {options} '
             '-c "model_providers.vf.base_url=\\"$OPENAI_BASE_URL\\"" -- "$VF_TASK" </dev/null'
