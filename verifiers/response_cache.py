@@ -237,18 +237,29 @@ class ResponseCache:
                 self._db = None
 
 
-class CachingClient(Client):
+class _Wrapping(Client):
+    """A client in front of ``inner``: its request-failure counters and its close are the
+    wrapped client's."""
+
+    def __init__(self, inner: Client) -> None:
+        self.inner = inner
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return dict(getattr(self.inner, "stats", None) or {})
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class CachingClient(_Wrapping):
     """A client that answers from ``cache`` when it can and asks ``inner`` otherwise (storing
     the answer). Errors are never stored."""
 
     def __init__(self, inner: Client, cache: ResponseCache, endpoint: str | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         self.endpoint = endpoint or type(inner).__name__
-
-    @property
-    def stats(self) -> dict[str, int]:  # the request-failure counters of the wrapped client
-        return dict(getattr(self.inner, "stats", None) or {})
 
     async def get_response(
         self,
@@ -280,26 +291,19 @@ class CachingClient(Client):
             self.cache.put(key, self.endpoint, model, response)
         return response
 
-    async def close(self) -> None:
-        await self.inner.close()
 
-
-class EndpointCheckedClient(Client):
+class EndpointCheckedClient(_Wrapping):
     """A client whose endpoint did not answer when a cached run started: a run answered from
     the cache may never need it. Before the first model call (a cache miss) ``check()`` runs
     again (it raises :class:`EndpointError` while the endpoint is down); after a failed check
     every call fails at once with that error, kept in :attr:`error`."""
 
     def __init__(self, inner: Client, check: Callable[[], None]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.check = check
         self.error: EndpointError | None = None
         self._checked = False
         self._lock = asyncio.Lock()
-
-    @property
-    def stats(self) -> dict[str, int]:  # the request-failure counters of the wrapped client
-        return dict(getattr(self.inner, "stats", None) or {})
 
     async def get_response(
         self,
@@ -323,6 +327,3 @@ class EndpointCheckedClient(Client):
         return await self.inner.get_response(
             prompt, model, sampling_args=sampling_args, tools=tools, message_type=message_type
         )
-
-    async def close(self) -> None:
-        await self.inner.close()
