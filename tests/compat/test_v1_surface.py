@@ -40,6 +40,17 @@ EXCLUDED: dict[str, str] = {
     "verifiers.v1:PrimeConfig": "Prime's hosted sandboxes",
     "verifiers.v1.runtimes:PrimeConfig": "Prime's hosted sandboxes",
     "verifiers.v1.interception.tunnel.prime": "Prime's hosted tunnels",
+    "verifiers.v1.runtimes:PrimeRuntime": "Prime's hosted sandboxes",
+    "verifiers.v1.runtimes:PrimeRuntimeInfo": "Prime's hosted sandboxes",
+    "verifiers.v1.configs.client:DEFAULT_PRIME_INFERENCE_URL": "Prime's hosted inference",
+    "verifiers.v1.configs.client:PRIME_INFERENCE_HOST": "Prime's hosted inference",
+    "verifiers.v1.configs.client:PRIME_TEAM_ID_HEADER": "Prime's hosted inference",
+    "verifiers.v1.utils.platform:PushState": "Prime's hosted run tracking",
+    "verifiers.v1.utils.platform:open_run": "Prime's hosted run tracking",
+    "verifiers.v1.utils.platform:log_episodes": "Prime's hosted run tracking",
+    "verifiers.v1.utils.platform:finish_run": "Prime's hosted run tracking",
+    "verifiers.v1.utils.platform:abort_run": "Prime's hosted run tracking",
+    "verifiers.v1.utils.platform:logger": "Prime's hosted run tracking",
 }
 
 
