@@ -123,6 +123,18 @@ def _has_subclass_named(base: type, name: str) -> bool:
     return base.__name__ == name or any(_has_subclass_named(c, name) for c in subclasses)
 
 
+def _scores_by_itself(rubric: object) -> bool:
+    """Whether the rubric's class (an environment's own) overrides ``score_group`` or
+    ``score_rollout``: its groups are then scored with ``score_group``, as 0.3.x's evaluation
+    always does, so an override gets the calls it got there."""
+    for name in ("score_group", "score_rollout"):
+        method = getattr(type(rubric), name, None)
+        module = getattr(method, "__module__", None) or ""
+        if method is not None and not module.startswith("verifiers."):
+            return True
+    return False
+
+
 async def run_plan(
     env: Environment,
     plan: RunPlan,
@@ -141,7 +153,8 @@ async def run_plan(
         await executor.run(plan, model, max_concurrent, finish.add_record, finish.state_columns)
         return
     limit = max_concurrent if max_concurrent > 0 else max(plan.total, 1)
-    runner = _run_groups if env.has_group_rewards else _run_rollouts
+    grouped = env.has_group_rewards or _scores_by_itself(env.rubric)
+    runner = _run_groups if grouped else _run_rollouts
     await runner(
         env,
         plan.jobs,

@@ -167,3 +167,37 @@ async def test_a_classic_client_made_from_a_config_closes_its_connections() -> N
     await vf.OpenAIChatCompletionsClient(own).close()
     assert not own.is_closed()
     await own.close()
+
+
+class _OwnGroupScoring(vf.Rubric):
+    """Scores in an overridden score_group (0.3.x's evaluation calls it for every group)."""
+
+    async def score_group(self, states: list[Any]) -> None:
+        for state in states:
+            state["reward"], state["metrics"] = 0.75, {"own": 0.75}
+
+
+class _OwnRolloutScoring(vf.Rubric):
+    """Overrides only score_rollout, which 0.3.x's evaluation never calls: its reward
+    functions score the group."""
+
+    async def score_rollout(self, state: Any) -> None:
+        state["reward"], state["metrics"] = 0.25, {"own": 0.25}
+
+
+@pytest.mark.parametrize("rollouts", [1, 2])
+async def test_a_rubric_with_its_own_scoring_is_called_as_0_3_calls_it(rollouts: int) -> None:
+    for rubric, reward in (
+        (_OwnGroupScoring(funcs=[half]), 0.75),
+        (_OwnRolloutScoring(funcs=[half]), 0.5),
+    ):
+        env = vf.SingleTurnEnv(dataset=rows(2), rubric=rubric)
+        result = await vf.evaluate_async(
+            env,
+            ScriptedClient(replies=["ok"] * 4),
+            "m",
+            num_examples=-1,
+            rollouts_per_example=rollouts,
+            max_concurrent=1,
+        )
+        assert [r["reward"] for r in result.records] == [reward] * 2 * rollouts

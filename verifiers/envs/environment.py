@@ -584,7 +584,9 @@ class EnvironmentCore(DatasetSplits, ModelCalls):
         try:
             timeout = self._remaining_time(scorable)
             async with asyncio.timeout(timeout):
-                if (group and len(scorable) > 1) or self.has_group_rewards:
+                # a group's rollouts are scored with score_group, one alone with score_rollout
+                # (as 0.3.x: a rubric overriding only one of them is called the same way)
+                if group or self.has_group_rewards:
                     await self.rubric.score_group(scorable)
                 else:
                     for s in scorable:
