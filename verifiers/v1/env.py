@@ -24,7 +24,7 @@ from verifiers.v1.taskset import Taskset
 from verifiers.v1.trace import AgentInfo, EnvInfo, Episode, Trace, TraceTask
 from verifiers.v1.types import SamplingConfig
 
-__all__ = ["Env", "SingleAgentEnv", "SingleAgentEnvConfig"]
+__all__ = ["ConfigT", "Env", "SingleAgentEnv", "SingleAgentEnvConfig"]
 
 
 class SingleAgentEnvConfig(EnvConfig):
@@ -33,10 +33,10 @@ class SingleAgentEnvConfig(EnvConfig):
     agent: AgentConfig = AgentConfig()
 
 
-EnvConfigT = TypeVar("EnvConfigT", bound=EnvConfig, default=EnvConfig)
+ConfigT = TypeVar("ConfigT", bound=EnvConfig, default=EnvConfig)
 
 
-class Env(ABC, Generic[EnvConfigT]):
+class Env(ABC, Generic[ConfigT]):
     """Runs agents on a taskset's tasks; one :class:`Episode` per task run, holding every trace
     its agents recorded. Built from its config (``Env[MyEnvConfig]``: each seat an
     ``AgentConfig`` field) or, in code, from a taskset directly."""
@@ -46,7 +46,7 @@ class Env(ABC, Generic[EnvConfigT]):
     """Called with each episode :meth:`run_episode_with_retries` returns (an eval run
     appends it to its ``traces.jsonl``)."""
 
-    def __init__(self, config: EnvConfigT | Taskset[Any, Any]) -> None:
+    def __init__(self, config: ConfigT | Taskset[Any, Any]) -> None:
         from verifiers.v1.utils.loaders import default_harness_config, load_taskset
 
         config_type = self.config_type()
@@ -54,7 +54,7 @@ class Env(ABC, Generic[EnvConfigT]):
             self.taskset: Taskset[Any, Any] = config
             built = config_type()
             built.taskset = config.config
-            self.config: EnvConfigT = built  # type: ignore[assignment]
+            self.config: ConfigT = built  # type: ignore[assignment]
         else:
             if not isinstance(config, config_type):
                 raise TypeError(
