@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -471,3 +472,87 @@ async def test_make_agent_builds_a_standalone_seat_from_its_config() -> None:
         assert nulled.harness.config.id == "null"
     finally:
         await nulled.client.close()
+
+
+# planned episodes
+
+
+class _EchoData(vf.TaskData):
+    answer: str
+
+
+class _EchoTask(vf.Task[_EchoData]):
+    @vf.stop
+    async def one_turn(self, trace: vf.Trace) -> bool:
+        return trace.num_turns >= 1
+
+    @vf.reward
+    async def echoed(self, trace: vf.Trace) -> float:
+        return float(self.data.answer in trace.last_reply)
+
+
+class _EchoTaskset(vf.Taskset[_EchoTask, vf.TasksetConfig]):
+    def load(self) -> list[_EchoTask]:
+        return [_EchoTask(_EchoData(prompt="say alpha", answer="alpha"))]
+
+
+async def test_run_slot_plays_a_planned_episode_and_shows_its_traces_live() -> None:
+    from verifiers.testing import OpenAITestServer
+    from verifiers.v1.clients import ModelContext
+    from verifiers.v1.env import RunSlot
+
+    env = vf.SingleAgentEnv(_EchoTaskset())
+    (task,) = list(env.tasks())
+    with pytest.raises(ValueError, match="n >= 1"):
+        env.slots(task, 0)
+    slots = env.slots(task, 2)
+    assert [(s.task, s.traces, s.episode, s.done) for s in slots] == [(task, [], None, False)] * 2
+    seen: list[tuple[str, int]] = []
+    completed: list[vf.Episode] = []
+
+    async def on_complete(episode: vf.Episode) -> None:
+        completed.append(episode)
+
+    def respond(request: dict[str, Any]) -> str:
+        return "alpha"
+
+    def watcher(slot: RunSlot) -> Callable[[vf.Trace], None]:
+        return lambda trace: seen.append((trace.id, len(slot.traces)))
+
+    async with OpenAITestServer(responder=respond) as srv:
+        ctx = ModelContext(model="toy-model", client=vf.EvalClientConfig(base_url=srv.base_url))
+        gate = asyncio.Semaphore(1)
+        episodes = await asyncio.gather(
+            *(env.run_slot(slot, ctx, gate, on_complete, watcher(slot)) for slot in slots)
+        )
+    for slot, episode in zip(slots, episodes, strict=True):
+        assert slot.done and slot.episode is episode and episode.ok
+        assert slot.traces == episode.traces and episode.traces[0].reward == 1.0
+    assert sorted(i for _, i in seen) == [1, 1]  # each trace had joined its slot when seen
+    assert completed == list(episodes) or completed == list(reversed(episodes))
+    replayed = RunSlot.finished(episodes[0])
+    assert replayed.done and replayed.episode is episodes[0]
+    assert replayed.traces == episodes[0].traces and replayed.task.data == task.data
+
+
+async def test_a_seat_tells_which_trace_it_dropped_for_a_retry() -> None:
+    class FailOnce(vf.Harness[vf.NullHarnessConfig]):
+        def __init__(self) -> None:
+            super().__init__(vf.NullHarnessConfig())
+            self.runs = 0
+
+        async def run(self, task: Any, trace: vf.Trace, agent: Any) -> bool:
+            self.runs += 1
+            if self.runs == 1:
+                raise vf.HarnessError("first run breaks")
+            trace.append(vf.AssistantMessage(content="alpha"), sampled=True)
+            return True
+
+    config = vf.AgentConfig(retries=vf.RetryConfig(max_retries=1))
+    seat = vf.Agent("http://127.0.0.1:9", "toy", config, harness=FailOnce())
+    started: list[vf.Trace] = []
+    dropped: list[vf.Trace] = []
+    seat.on_trace, seat.on_discard = started.append, dropped.append
+    trace = await seat.run(_EchoTask(_EchoData(prompt="say alpha", answer="alpha")))
+    assert trace.ok and seat.traces == [trace]
+    assert started == [dropped[0], trace] and dropped[0].errors[-1].type == "HarnessError"

@@ -74,6 +74,8 @@ class Agent:
         self.traces: list[Trace] = []
         self.on_trace: Callable[[Trace], None] | None = None
         """Called with each trace this seat starts (a served episode watches it)."""
+        self.on_discard: Callable[[Trace], None] | None = None
+        """Called with each trace this seat drops (a failed run it retries)."""
 
     def cap_reached(self, trace: Trace) -> str | None:
         """The seat cap (``max_turns``, ``max_*_tokens``) the trace has reached, if any."""
@@ -210,6 +212,8 @@ class Agent:
             ):
                 return trace
             self.traces.remove(trace)
+            if self.on_discard is not None:
+                self.on_discard(trace)
 
     async def _run_once(self, task: Task[Any, Any, Any], collect_artifacts: bool) -> Trace:
         run = Rollout(task=task, agent=self, collect_artifacts=collect_artifacts)
