@@ -556,3 +556,81 @@ async def test_a_seat_tells_which_trace_it_dropped_for_a_retry() -> None:
     trace = await seat.run(_EchoTask(_EchoData(prompt="say alpha", answer="alpha")))
     assert trace.ok and seat.traces == [trace]
     assert started == [dropped[0], trace] and dropped[0].errors[-1].type == "HarnessError"
+
+
+# git patches
+
+
+@pytest.fixture
+async def repo() -> Any:
+    from verifiers.v1.runtimes import SubprocessConfig
+    from verifiers.v1.task_runtime import TaskRuntime
+
+    git_env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+    }
+    runtime = TaskRuntime(SubprocessConfig(), git_env)
+    await runtime.start()
+    setup = (
+        "git init -q . && printf 'one\\n' > a.txt && printf 'shipped\\n' > shipped.txt "
+        "&& git add a.txt && git commit -qm base"
+    )
+    assert (await runtime.run(["sh", "-c", setup], {})).ok
+    try:
+        yield runtime
+    finally:
+        await runtime.stop()
+
+
+async def test_capture_patch_records_the_agents_diff_and_commits(repo: Any) -> None:
+    from verifiers.v1.utils.git import snapshot_untracked
+
+    base = await vf.resolve_head(repo)
+    shipped = await snapshot_untracked(repo)
+    assert len(base) == 40 and shipped == ["shipped.txt"]
+    agent = "printf 'two\\n' > a.txt && git commit -qam agent && printf 'x\\n' > new.txt"
+    assert (await repo.run(["sh", "-c", agent], {})).ok
+    trace = _trace()
+    await vf.capture_patch(trace, repo, base, ignore=shipped, write_path="out/patch.diff")
+    patch = trace.info["patch"]
+    assert "+two" in patch and "-one" in patch and "new.txt" in patch  # the commit counts
+    assert "shipped.txt" not in patch and "patch_truncated" not in trace.info
+    assert (await repo.read("out/patch.diff")).decode() == patch
+    staged = await repo.run(["git", "diff", "--cached", "--name-only"], {})
+    assert staged.stdout == ""  # the index is left unstaged
+    leftovers = await repo.run(["sh", "-c", "ls /tmp | grep -c vf_patch_ || true"], {})
+    head_only = _trace()
+    await vf.capture_patch(head_only, repo, ignore=[*shipped, "out/patch.diff"])
+    assert "+two" not in head_only.info["patch"] and "new.txt" in head_only.info["patch"]
+    assert "shipped" not in head_only.info["patch"]
+    after = await repo.run(["sh", "-c", "ls /tmp | grep -c vf_patch_ || true"], {})
+    assert after.stdout == leftovers.stdout
+
+
+async def test_capture_patch_cuts_long_patches_and_records_git_failures(
+    repo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import verifiers.v1.utils.git as git
+
+    monkeypatch.setattr(git, "PATCH_CAP_BYTES", 50)
+    assert (await repo.run(["sh", "-c", "seq 1 100 > a.txt"], {})).ok
+    trace = _trace()
+    await vf.capture_patch(trace, repo)
+    assert trace.info["patch_truncated"] is True and len(trace.info["patch"]) == 50
+    assert (await repo.run(["rm", "-rf", ".git"], {})).ok
+    broken = _trace()
+    await vf.capture_patch(broken, repo)
+    assert broken.info["patch_error"].startswith("exit=") and "patch" not in broken.info
+    assert await vf.resolve_head(repo) == ""
+
+
+async def test_capture_patch_raises_when_the_runtime_stops_answering() -> None:
+    class Dead:
+        async def run(self, argv: list[str], env: dict[str, str]) -> vf.ProgramResult:
+            return vf.ProgramResult(exit_code=137, stderr="container gone")
+
+    with pytest.raises(SandboxError, match="stopped answering"):
+        await vf.capture_patch(_trace(), Dead())

@@ -76,7 +76,7 @@ from verifiers.v1.harnesses import (
     ProgramHarnessConfig,
 )
 from verifiers.v1.harnesses.mini_swe_agent import MiniSweAgentHarness, MiniSweAgentHarnessConfig
-from verifiers.v1.judge import Judge, JudgeConfig, JudgeResponse, Judges
+from verifiers.v1.judge import Judge, JudgeConfig, JudgeResponse, Judges, JudgeView
 from verifiers.v1.judges import (
     Criterion,
     DecisionJudge,
@@ -177,6 +177,7 @@ from verifiers.v1.types import (
 )
 from verifiers.v1.utils.artifacts import ARTIFACTS_DIR, Artifact, collect, restore
 from verifiers.v1.utils.generic import merge_defaults
+from verifiers.v1.utils.git import PATCH_CAP_BYTES, capture_patch, resolve_head
 from verifiers.v1.utils.loaders import (
     default_harness_id,
     environment_class,
@@ -198,6 +199,7 @@ __all__ = [
     "ACP_SEMANTIC_EDGES_METADATA_KEY",
     "ARTIFACTS_DIR",
     "ID",
+    "PATCH_CAP_BYTES",
     "TRACE_VERSION",
     "ACPConfig",
     "ACPHarness",
@@ -248,6 +250,7 @@ __all__ = [
     "Judge",
     "JudgeConfig",
     "JudgeResponse",
+    "JudgeView",
     "Judges",
     "MCPToolset",
     "Message",
@@ -336,6 +339,7 @@ __all__ = [
     "WireTaskData",
     "WireTrace",
     "WorkInfo",
+    "capture_patch",
     "collect",
     "compare_stdout_results",
     "default_agent_harness",
@@ -368,6 +372,7 @@ __all__ = [
     "resolve_client",
     "resolve_env_config",
     "resolve_env_field",
+    "resolve_head",
     "restore",
     "reward",
     "stop",
