@@ -634,3 +634,22 @@ async def test_capture_patch_raises_when_the_runtime_stops_answering() -> None:
 
     with pytest.raises(SandboxError, match="stopped answering"):
         await vf.capture_patch(_trace(), Dead())
+
+
+async def test_memory_is_trimmed_once_every_so_many_rollouts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import verifiers.v1.utils.memory as memory
+
+    memory.trim_memory()  # glibc's malloc_trim where there is one, else nothing
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "_trim", calls.append)
+    monkeypatch.setattr(memory, "_resolved", True)
+    monkeypatch.setattr(memory, "_since_trim", 0)
+    for _ in range(memory.TRIM_EVERY * 2 + 3):
+        await memory.trim_memory_periodically()
+    assert calls == [0, 0]
+    monkeypatch.setattr(memory, "_trim", None)  # off glibc: never
+    for _ in range(memory.TRIM_EVERY):
+        await memory.trim_memory_periodically()
+    assert calls == [0, 0]

@@ -24,6 +24,7 @@ from verifiers.v1.task import Task, _type_arg
 from verifiers.v1.taskset import Taskset
 from verifiers.v1.trace import AgentInfo, EnvInfo, Episode, Trace, TraceTask
 from verifiers.v1.types import SamplingConfig
+from verifiers.v1.utils.memory import trim_memory_periodically
 
 if TYPE_CHECKING:
     from verifiers.v1.clients import ModelContext
@@ -288,6 +289,7 @@ class Env(ABC, Generic[ConfigT]):
         slot.done = True
         if on_complete is not None:
             await on_complete(episode)
+        await trim_memory_periodically()  # a worker plays episodes for as long as it runs
         return episode
 
     def tasks(self, select: SelectConfig | None = None) -> Iterable[Task[Any, Any, Any]]:
