@@ -14,7 +14,7 @@ The classic ``verifiers`` package never imports this one.
 """
 
 from verifiers.v1.acp import ACPConfig, ACPHarness, ACPTurn
-from verifiers.v1.agent import Agent, Agents, Interaction, Segment
+from verifiers.v1.agent import Agent, Agents, Interaction, Segment, make_agent
 from verifiers.v1.branch import Branch
 from verifiers.v1.clients import BaseClientConfig, Client, ModelContext, resolve_client
 from verifiers.v1.configs import (
@@ -76,7 +76,7 @@ from verifiers.v1.harnesses import (
     ProgramHarnessConfig,
 )
 from verifiers.v1.harnesses.mini_swe_agent import MiniSweAgentHarness, MiniSweAgentHarnessConfig
-from verifiers.v1.judge import Judge, JudgeConfig, JudgeResponse, Judges
+from verifiers.v1.judge import Judge, JudgeConfig, JudgeResponse, Judges, JudgeView
 from verifiers.v1.judges import (
     Criterion,
     DecisionJudge,
@@ -119,6 +119,8 @@ from verifiers.v1.scoring import (
     extract_boxed_answer,
     parse_judge_choice,
     parse_pytest_outcomes,
+    read_answer_file_or_last_reply,
+    verify_boxed_math_answer,
 )
 from verifiers.v1.semantic import (
     ACP_SEMANTIC_EDGES_METADATA_KEY,
@@ -128,7 +130,7 @@ from verifiers.v1.semantic import (
     SemanticEdgeSet,
 )
 from verifiers.v1.state import State, StateT
-from verifiers.v1.task import Task, TaskData, WireTaskData
+from verifiers.v1.task import Task, TaskData, TaskTimeout, WireTaskData
 from verifiers.v1.taskset import Taskset
 from verifiers.v1.trace import (
     TRACE_VERSION,
@@ -139,12 +141,14 @@ from verifiers.v1.trace import (
     Error,
     InterceptRecord,
     ModelCall,
+    PolicyEvent,
     Reward,
     TimeSpan,
     TimeSplit,
     Timing,
     Trace,
     TraceTask,
+    VersionInfo,
     WireEpisode,
     WireTrace,
 )
@@ -161,6 +165,7 @@ from verifiers.v1.types import (
     Response,
     Sampling,
     SamplingConfig,
+    SamplingMask,
     SystemMessage,
     TextContentPart,
     Tool,
@@ -171,6 +176,8 @@ from verifiers.v1.types import (
     UserMessage,
 )
 from verifiers.v1.utils.artifacts import ARTIFACTS_DIR, Artifact, collect, restore
+from verifiers.v1.utils.generic import merge_defaults
+from verifiers.v1.utils.git import PATCH_CAP_BYTES, capture_patch, resolve_head
 from verifiers.v1.utils.loaders import (
     default_harness_id,
     environment_class,
@@ -192,6 +199,7 @@ __all__ = [
     "ACP_SEMANTIC_EDGES_METADATA_KEY",
     "ARTIFACTS_DIR",
     "ID",
+    "PATCH_CAP_BYTES",
     "TRACE_VERSION",
     "ACPConfig",
     "ACPHarness",
@@ -242,6 +250,7 @@ __all__ = [
     "Judge",
     "JudgeConfig",
     "JudgeResponse",
+    "JudgeView",
     "Judges",
     "MCPToolset",
     "Message",
@@ -256,6 +265,7 @@ __all__ = [
     "NullHarness",
     "NullHarnessConfig",
     "ParentLink",
+    "PolicyEvent",
     "PolicySpan",
     "ProgramHarness",
     "ProgramHarnessConfig",
@@ -277,6 +287,7 @@ __all__ = [
     "RuntimeConfig",
     "Sampling",
     "SamplingConfig",
+    "SamplingMask",
     "SandboxError",
     "Segment",
     "SelectCLIConfig",
@@ -299,6 +310,7 @@ __all__ = [
     "TaskData",
     "TaskError",
     "TaskMatchConfig",
+    "TaskTimeout",
     "Taskset",
     "TasksetConfig",
     "TextContentPart",
@@ -322,10 +334,12 @@ __all__ = [
     "Usage",
     "UserMessage",
     "V1Error",
+    "VersionInfo",
     "WireEpisode",
     "WireTaskData",
     "WireTrace",
     "WorkInfo",
+    "capture_patch",
     "collect",
     "compare_stdout_results",
     "default_agent_harness",
@@ -346,15 +360,19 @@ __all__ = [
     "load_harness",
     "load_judge",
     "load_taskset",
+    "make_agent",
     "make_runtime",
+    "merge_defaults",
     "metric",
     "narrowed_env_annotation",
     "parse_judge_choice",
     "parse_pytest_outcomes",
     "pool_serve_kwargs",
+    "read_answer_file_or_last_reply",
     "resolve_client",
     "resolve_env_config",
     "resolve_env_field",
+    "resolve_head",
     "restore",
     "reward",
     "stop",
@@ -362,4 +380,5 @@ __all__ = [
     "taskset_class",
     "taskset_config_type",
     "tool",
+    "verify_boxed_math_answer",
 ]

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifiers.v1.configs import AgentConfig
+from verifiers.v1.configs.agent import TimeoutConfig
 from verifiers.v1.configs.retries import RetryBudget
 from verifiers.v1.dialects.chat import message_to_wire
-from verifiers.v1.errors import AgentError, ModelError
+from verifiers.v1.errors import AgentError, ModelError, provider_status
 from verifiers.v1.harness import Harness, harness_for
 from verifiers.v1.rollout import Rollout
 from verifiers.v1.task import Task
@@ -34,7 +35,7 @@ from verifiers.v1.types import (
     content_text,
 )
 
-__all__ = ["Agent", "Agents", "Interaction", "Segment"]
+__all__ = ["Agent", "Agents", "Interaction", "Segment", "TimeoutConfig", "make_agent"]
 
 
 class Agent:
@@ -73,6 +74,8 @@ class Agent:
         self.traces: list[Trace] = []
         self.on_trace: Callable[[Trace], None] | None = None
         """Called with each trace this seat starts (a served episode watches it)."""
+        self.on_discard: Callable[[Trace], None] | None = None
+        """Called with each trace this seat drops (a failed run it retries)."""
 
     def cap_reached(self, trace: Trace) -> str | None:
         """The seat cap (``max_turns``, ``max_*_tokens``) the trace has reached, if any."""
@@ -125,7 +128,9 @@ class Agent:
         except Exception as exc:
             call.time.end = time.time()
             trace.timing.agent.model.duration += call.time.duration
-            raise ModelError(f"model {self.model!r} failed: {exc}") from exc
+            raise ModelError(
+                f"model {self.model!r} failed: {exc}", status_code=provider_status(exc)
+            ) from exc
         call.time.end = time.time()
         trace.timing.agent.model.duration += call.time.duration
         raw = response.message
@@ -207,6 +212,8 @@ class Agent:
             ):
                 return trace
             self.traces.remove(trace)
+            if self.on_discard is not None:
+                self.on_discard(trace)
 
     async def _run_once(self, task: Task[Any, Any, Any], collect_artifacts: bool) -> Trace:
         run = Rollout(task=task, agent=self, collect_artifacts=collect_artifacts)
@@ -361,3 +368,20 @@ class Agents:
 
 def _finish_reason(value: Any) -> FinishReason:
     return value if value in ("stop", "length", "tool_calls") else None
+
+
+def make_agent(config: AgentConfig) -> Agent:
+    """A standalone agent built from its config alone: ``model`` must be set; the endpoint is
+    ``config.client`` (else the default client config's) and the harness ``config.harness``
+    (else ``bash``, 0.4.0's default). The agent's client is its own: ``await
+    agent.client.close()`` when done."""
+    from verifiers.v1.configs.client import EvalClientConfig, build_client
+
+    if config.model is None:
+        raise ValueError(
+            "AgentConfig.model is unset; a standalone agent needs a model "
+            "(inside an env the run's model fills it in)"
+        )
+    client = build_client(config.client if config.client is not None else EvalClientConfig())
+    harness = harness_for(config.harness if config.harness is not None else "bash")
+    return Agent(client, config.model, config, harness=harness)

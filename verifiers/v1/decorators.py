@@ -6,13 +6,9 @@ values keyed by type (``Request``, ``Response``, ``Trace``), by the parameter's 
 from __future__ import annotations
 
 import asyncio
-import functools
-import importlib
-import importlib.util
 import inspect
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any, TypeVar, get_origin, get_type_hints, overload
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,7 +20,6 @@ __all__ = [
     "intercept",
     "invoke",
     "invoke_all",
-    "load_hook",
     "metric",
     "reward",
     "stop",
@@ -109,67 +104,6 @@ def discover(obj: object, kind: str) -> list[Callable[..., Any]]:
     found = [getattr(obj, name) for name in names]
     found = [fn for fn in found if getattr(fn, kind, False)]
     return sorted(found, key=_order(kind))
-
-
-def _import_fn(spec: str) -> Callable[..., Any]:
-    where, sep, name = spec.rpartition(":")
-    if not sep or not where or not name:
-        raise ValueError(
-            f"plugged function {spec!r} must look like 'path/to/file.py:name' or 'module:name'"
-        )
-    if where.endswith(".py") or Path(where).is_file():
-        path = Path(where)
-        if not path.is_file():
-            raise ValueError(f"plugged function {spec!r}: no file {path}")
-        module_spec = importlib.util.spec_from_file_location(f"_vf_plugged_{path.stem}", path)
-        if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"plugged function {spec!r}: cannot import {path}")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(where)
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise ValueError(f"plugged function {spec!r}: {where} has no function {name!r}")
-    return fn  # type: ignore[no-any-return]
-
-
-def load_hook(
-    name: str,
-    fn_spec: str | None,
-    kind: str,
-    decorated: Callable[..., Any] | None,
-    priority: int | None,
-    weight: float | None,
-) -> Callable[..., Any]:
-    """A hook plugged in by config under ``name``: the imported ``fn_spec``, or (without one)
-    the decorated method it re-weights."""
-    if fn_spec:
-        fn = _import_fn(fn_spec)
-    elif decorated is not None:
-        fn = decorated
-    else:
-        raise ValueError(
-            f"{kind} {name!r} plugs no `fn` and the task has no @vf.{kind} method named {name!r} "
-            "to override; give `fn` ('file.py:function') or fix the name"
-        )
-
-    @functools.wraps(fn)
-    def plugged(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    plugged.__name__ = name
-    setattr(plugged, kind, True)
-    setattr(
-        plugged,
-        f"{kind}_priority",
-        priority if priority is not None else getattr(fn, f"{kind}_priority", 0),
-    )
-    if kind == "reward":
-        plugged.__dict__["_vf_weight"] = (
-            weight if weight is not None else getattr(fn, "_vf_weight", 1.0)
-        )
-    return plugged
 
 
 def sort_hooks(fns: Iterable[Callable[..., Any]], kind: str) -> list[Callable[..., Any]]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from typing import Any, Generic
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
@@ -23,8 +24,36 @@ from verifiers.v1.task import Task, _type_arg
 from verifiers.v1.taskset import Taskset
 from verifiers.v1.trace import AgentInfo, EnvInfo, Episode, Trace, TraceTask
 from verifiers.v1.types import SamplingConfig
+from verifiers.v1.utils.memory import trim_memory_periodically
 
-__all__ = ["Env", "SingleAgentEnv", "SingleAgentEnvConfig"]
+if TYPE_CHECKING:
+    from verifiers.v1.clients import ModelContext
+
+__all__ = ["ConfigT", "Env", "RunSlot", "SingleAgentEnv", "SingleAgentEnvConfig"]
+
+
+@dataclass
+class RunSlot:
+    """One planned episode (:meth:`Env.slots`), watchable while :meth:`Env.run_slot` plays
+    it: ``traces`` holds the current attempt's traces as they start (an episode retry starts
+    the list over, a seat's retried run leaves it), ``episode`` and ``done`` are set when it
+    is final. ``started`` is for a runner that cannot watch traces to stamp at dispatch."""
+
+    task: Task[Any, Any, Any]
+    traces: list[Trace] = field(default_factory=list)
+    episode: Episode | None = None
+    done: bool = False
+    started: float | None = None
+
+    @classmethod
+    def finished(cls, episode: Episode) -> RunSlot:
+        """The slot of an episode already played (e.g. one a resume keeps)."""
+        return cls(
+            task=Task(episode.task.data),
+            traces=list(episode.traces),
+            episode=episode,
+            done=True,
+        )
 
 
 class SingleAgentEnvConfig(EnvConfig):
@@ -33,10 +62,10 @@ class SingleAgentEnvConfig(EnvConfig):
     agent: AgentConfig = AgentConfig()
 
 
-EnvConfigT = TypeVar("EnvConfigT", bound=EnvConfig, default=EnvConfig)
+ConfigT = TypeVar("ConfigT", bound=EnvConfig, default=EnvConfig)
 
 
-class Env(ABC, Generic[EnvConfigT]):
+class Env(ABC, Generic[ConfigT]):
     """Runs agents on a taskset's tasks; one :class:`Episode` per task run, holding every trace
     its agents recorded. Built from its config (``Env[MyEnvConfig]``: each seat an
     ``AgentConfig`` field) or, in code, from a taskset directly."""
@@ -46,7 +75,7 @@ class Env(ABC, Generic[EnvConfigT]):
     """Called with each episode :meth:`run_episode_with_retries` returns (an eval run
     appends it to its ``traces.jsonl``)."""
 
-    def __init__(self, config: EnvConfigT | Taskset[Any, Any]) -> None:
+    def __init__(self, config: ConfigT | Taskset[Any, Any]) -> None:
         from verifiers.v1.utils.loaders import default_harness_config, load_taskset
 
         config_type = self.config_type()
@@ -54,7 +83,7 @@ class Env(ABC, Generic[EnvConfigT]):
             self.taskset: Taskset[Any, Any] = config
             built = config_type()
             built.taskset = config.config
-            self.config: EnvConfigT = built  # type: ignore[assignment]
+            self.config: ConfigT = built  # type: ignore[assignment]
         else:
             if not isinstance(config, config_type):
                 raise TypeError(
@@ -211,6 +240,57 @@ class Env(ABC, Generic[EnvConfigT]):
                 if self.on_episode is not None:
                     self.on_episode(episode)
                 return episode
+
+    def slots(self, task: Task[Any, Any, Any], n: int = 1) -> list[RunSlot]:
+        """``n`` independent episodes of ``task`` to play (``-r n``)."""
+        if n < 1:
+            raise ValueError("a task needs at least one rollout (n >= 1)")
+        return [RunSlot(task) for _ in range(n)]
+
+    async def run_slot(
+        self,
+        slot: RunSlot,
+        ctx: ModelContext,
+        semaphore: asyncio.Semaphore | None = None,
+        on_complete: Callable[[Episode], Awaitable[None]] | None = None,
+        on_trace: Callable[[Trace], None] | None = None,
+    ) -> Episode:
+        """Play one planned episode to the end against ``ctx``'s model (a client of its own,
+        closed after), with the env's whole-episode ``retries``. ``semaphore`` bounds the
+        episodes in flight (held for the attempts, released before ``on_complete``);
+        ``on_trace`` sees each trace as it starts, after it joined ``slot.traces``;
+        ``on_complete`` gets the final episode."""
+        from verifiers.v1.clients import resolve_client
+
+        def minted(trace: Trace) -> None:
+            slot.traces.append(trace)
+            if on_trace is not None:
+                on_trace(trace)
+
+        def dropped(trace: Trace) -> None:
+            with contextlib.suppress(ValueError):
+                slot.traces.remove(trace)
+
+        def attempt_agents() -> Agents:
+            slot.traces = []  # a retried episode shows its fresh attempt
+            agents = self.agents(client, ctx.model, ctx.sampling)
+            for seat in agents:
+                seat.on_trace, seat.on_discard = minted, dropped
+            return agents
+
+        client = resolve_client(ctx.client)
+        try:
+            async with semaphore if semaphore is not None else contextlib.nullcontext():
+                episode = await self.run_episode_with_retries(slot.task, attempt_agents)
+        finally:
+            await client.close()
+        slot.traces = list(episode.traces)
+        slot.episode = episode
+        slot.done = True
+        if on_complete is not None:
+            await on_complete(episode)
+        await trim_memory_periodically()  # a worker plays episodes for as long as it runs
+        return episode
 
     def tasks(self, select: SelectConfig | None = None) -> Iterable[Task[Any, Any, Any]]:
         return self.taskset if select is None else self.taskset.select(select)

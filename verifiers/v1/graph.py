@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from verifiers.v1.trace import Trace
 
 __all__ = [
+    "RECORD_FLOAT_DECIMALS",
     "MessageNode",
     "PendingTurn",
     "continue_branch",
@@ -50,6 +51,12 @@ __all__ = [
     "prepare_turn",
     "tools_hash",
 ]
+
+RECORD_FLOAT_DECIMALS = 4
+"""Decimals the per-token float streams of a node (``logprobs``, ``advantages``,
+``reference_logprobs``) keep in a JSON record (``Trace.to_record``, ``Episode.to_record``,
+whose ``float_decimals`` overrides it; None keeps every digit): a logprob stays within 1e-4 of
+what the trainer saw. The serve wire keeps full precision."""
 
 
 class MessageNode(BaseModel):
@@ -95,6 +102,17 @@ class MessageNode(BaseModel):
     def logical_ids(self) -> list[int]:
         """The span in the renderer's tokens (``renderer_token_ids``, else ``token_ids``)."""
         return self.token_ids if self.renderer_token_ids is None else self.renderer_token_ids
+
+    @field_serializer("logprobs", "advantages", "reference_logprobs", when_used="json")
+    def _round_floats(
+        self, values: list[float] | None, info: SerializationInfo
+    ) -> list[float] | None:
+        """Rounded to the dump's ``float_decimals`` context, when it gives one (a record)."""
+        context = info.context if isinstance(info.context, dict) else {}
+        decimals = context.get("float_decimals")
+        if values is None or decimals is None:
+            return values
+        return [round(value, decimals) for value in values]
 
     @field_serializer("routed_experts")
     def _dump_routing(self, value: Any, info: SerializationInfo) -> dict[str, Any] | None:

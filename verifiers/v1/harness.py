@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from verifiers.v1.agent import Agent
 
 __all__ = [
+    "ConfigT",
     "Harness",
     "HarnessSession",
     "NullHarness",
@@ -48,10 +49,10 @@ class NullHarnessConfig(HarnessConfig):
     id: str = "null"
 
 
-HarnessConfigT = TypeVar("HarnessConfigT", bound=HarnessConfig, default=HarnessConfig)
+ConfigT = TypeVar("ConfigT", bound=HarnessConfig, default=HarnessConfig)
 
 
-class Harness(ABC, Generic[HarnessConfigT]):
+class Harness(ABC, Generic[ConfigT]):
     """The program an agent runs. :meth:`run` drives one segment of the conversation (until
     the model hands the turn back), appending to ``trace``; it returns True when the rollout
     is over (a stop hook fired or a cap was reached).
@@ -69,10 +70,10 @@ class Harness(ABC, Generic[HarnessConfigT]):
 
     name: str = ""
 
-    def __init__(self, config: HarnessConfigT | None = None) -> None:
+    def __init__(self, config: ConfigT | None = None) -> None:
         if config is None:
             config = self.config_type().model_validate({"id": self.name} if self.name else {})  # type: ignore[assignment]
-        self.config: HarnessConfigT = config  # type: ignore[assignment]
+        self.config: ConfigT = config  # type: ignore[assignment]
 
     @classmethod
     def config_type(cls) -> type[HarnessConfig]:

@@ -22,14 +22,14 @@ from verifiers.v1.boundaries import intercept_request
 from verifiers.v1.decorators import call_hook
 from verifiers.v1.errors import TaskError
 from verifiers.v1.harness import HarnessSession, opening_messages, seed_prompt
-from verifiers.v1.task import hooks_need_runtime
+from verifiers.v1.task import TaskTimeout, hooks_need_runtime
 from verifiers.v1.task_runtime import TaskRuntime, close_task_runtime, open_task_runtime
 from verifiers.v1.trace import TimeSpan, Trace
 from verifiers.v1.types import Messages, Request, UserMessage
 
 if TYPE_CHECKING:
     from verifiers.v1.agent import Agent
-    from verifiers.v1.configs.agent import AgentTimeoutConfig
+    from verifiers.v1.configs.agent import TimeoutConfig
     from verifiers.v1.task import Task
 
 __all__ = ["Rollout", "RolloutTimeouts"]
@@ -47,13 +47,21 @@ class RolloutTimeouts:
     scoring: float | None = None
 
     @classmethod
-    def from_config(cls, timeout: AgentTimeoutConfig) -> RolloutTimeouts:
-        """The stage limits of a seat's ``timeout`` config (its ``rollout`` is the agent's)."""
+    def from_config(
+        cls, timeout: TimeoutConfig, task: Task[Any, Any, Any] | None = None
+    ) -> RolloutTimeouts:
+        """The stage limits of a seat's ``timeout`` config (its ``rollout`` is the agent's);
+        a stage it leaves unset takes ``task``'s own limit (``TaskData.timeout``)."""
+        own = task.data.timeout if task is not None else TaskTimeout()
+
+        def pick(seat: float | None, task_limit: float | None) -> float | None:
+            return seat if seat is not None else task_limit
+
         return cls(
-            setup=timeout.setup,
-            agent=timeout.rollout,
-            finalize=timeout.finalize,
-            scoring=timeout.scoring,
+            setup=pick(timeout.setup, own.setup),
+            agent=pick(timeout.rollout, own.agent),
+            finalize=pick(timeout.finalize, own.finalize),
+            scoring=pick(timeout.scoring, own.scoring),
         )
 
 
@@ -76,7 +84,9 @@ class Rollout:
         self.agent = agent
         self._has_user = has_user
         self._timeouts = (
-            timeouts if timeouts is not None else RolloutTimeouts.from_config(agent.config.timeout)
+            timeouts
+            if timeouts is not None
+            else RolloutTimeouts.from_config(agent.config.timeout, task)
         )
         self._agent_time_remaining = self._timeouts.agent
         self.trace: Trace = agent.new_trace(task)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
-__all__ = ["State", "StateT"]
+__all__ = ["State", "StateT", "state_cls"]
 
 
 class State(BaseModel):
@@ -18,3 +18,11 @@ class State(BaseModel):
 
 
 StateT = TypeVar("StateT", bound=State, default=State)
+
+
+def state_cls(cls: type) -> type[State]:
+    """The ``State`` subclass ``cls`` is parametrised with (``Task[MyData, MyState]``,
+    looked up through its MRO), else ``State``."""
+    from verifiers.v1.utils.generic import concrete_type
+
+    return concrete_type(cls, State) or State

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Generic, Self
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
-from verifiers.v1.configs import DecoratedFunctionConfig, RewardFunctionConfig, TaskConfig
-from verifiers.v1.decorators import discover, invoke_all, load_hook, parameters, sort_hooks
+from verifiers.v1.configs import DecoratedFunctionConfig, TaskConfig
+from verifiers.v1.decorators import discover, invoke_all, parameters, sort_hooks
 from verifiers.v1.errors import TaskError
-from verifiers.v1.state import State, StateT
+from verifiers.v1.state import State, StateT, state_cls
 from verifiers.v1.types import Messages, content_text
 from verifiers.v1.utils.artifacts import MAX_ARTIFACT_BYTES, Artifact
+from verifiers.v1.utils.loaders import load_plugged_fn
 
 if TYPE_CHECKING:
     from verifiers.v1.runtimes import Runtime
@@ -30,6 +31,7 @@ __all__ = [
     "Task",
     "TaskData",
     "TaskT",
+    "TaskTimeout",
     "WireTaskData",
     "hooks_need_runtime",
     "requires_runtime",
@@ -42,6 +44,19 @@ logger = logging.getLogger(__name__)
 def task_key(data: Mapping[str, Any]) -> str:
     """A content hash of task data, independent of key order."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+class TaskTimeout(BaseModel):
+    """A task's own stage limits in seconds (None: none); a seat's ``timeout`` setting for a
+    stage takes precedence over the task's."""
+
+    model_config = ConfigDict(frozen=True)
+    setup: float | None = None
+    """The task's ``setup`` (and the runtime's start)."""
+    agent: float | None = None
+    """The agent's attempt (the seat's ``timeout.rollout``)."""
+    finalize: float | None = None
+    scoring: float | None = None
 
 
 class TaskData(BaseModel):
@@ -60,6 +75,8 @@ class TaskData(BaseModel):
     fails the rollout."""
     artifact_max_bytes: int = Field(default=MAX_ARTIFACT_BYTES, gt=0)
     """Limit on all the collected archives together."""
+    timeout: TaskTimeout = Field(default_factory=TaskTimeout)
+    """The task's own stage limits, for the stages its seat's config leaves unset."""
 
     @property
     def prompt_text(self) -> str:
@@ -149,7 +166,7 @@ class Task(Generic[DataT, StateT, ConfigT]):
 
     @classmethod
     def state_type(cls) -> type[State]:
-        return _type_arg(cls, State) or State
+        return state_cls(cls)
 
     def hooks(self, kind: str) -> list[Callable[..., Any]]:
         """The ``kind`` hooks ("stop", "intercept", "metric", "reward"): decorated methods, with
@@ -171,8 +188,7 @@ class Task(Generic[DataT, StateT, ConfigT]):
             )
         merged = {fn.__name__: fn for fn in discover(self, kind)}
         for name, spec in plugged.items():
-            weight = spec.weight if isinstance(spec, RewardFunctionConfig) else None
-            merged[name] = load_hook(name, spec.fn, kind, merged.get(name), spec.priority, weight)
+            merged[name] = load_plugged_fn(name, spec, kind, merged.get(name))
         return sort_hooks(merged.values(), kind)
 
     async def setup(self, trace: Trace, runtime: Runtime) -> None:

@@ -15,12 +15,13 @@ from typing_extensions import TypeVar
 from verifiers.v1.configs import SelectConfig, TaskMatchConfig, TasksetConfig
 from verifiers.v1.task import Task, TaskT, _type_arg
 
-__all__ = ["Taskset"]
+__all__ = ["Taskset", "Transform"]
 
 logger = logging.getLogger(__name__)
 
 TasksetConfigT = TypeVar("TasksetConfigT", bound=TasksetConfig, default=TasksetConfig)
-Step = Callable[[Iterator[Any]], Iterator[Any]]
+Transform = Callable[[Iterator[Any]], Iterator[Any]]
+"""A view's step over the task stream (``include``, ``shuffle``, ``take`` ... each adds one)."""
 
 
 class Taskset(ABC, Generic[TaskT, TasksetConfigT]):
@@ -28,7 +29,7 @@ class Taskset(ABC, Generic[TaskT, TasksetConfigT]):
     endless one). Iterating sets each task's ``idx`` to its load position."""
 
     INFINITE: bool = False
-    transform: Step | None = None
+    transform: Transform | None = None
     _bounded: bool | None = None
     _in_order: bool = True
 
@@ -73,7 +74,7 @@ class Taskset(ABC, Generic[TaskT, TasksetConfigT]):
             self.__dict__["_vf_shared_toolsets"] = cached
         return list(cached)
 
-    def _then(self, step: Step) -> Self:
+    def _then(self, step: Transform) -> Self:
         view = copy.copy(self)
         before = self.transform
         view.transform = step if before is None else (lambda s: step(before(s)))

@@ -8,15 +8,16 @@ import math
 import time
 import traceback as tb
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Self
 
 from pydantic import BaseModel, Field, PrivateAttr, SerializeAsAny, model_validator
 from typing_extensions import TypeVar
 
+from verifiers.v1.branch import Branch
 from verifiers.v1.configs import AgentConfig
 from verifiers.v1.configs.agent import WireAgentConfig
-from verifiers.v1.graph import MessageNode
+from verifiers.v1.graph import RECORD_FLOAT_DECIMALS, MessageNode
 from verifiers.v1.run_info import GroupInfo, RunInfo
 from verifiers.v1.semantic import ACPInfo, ParentLink, SemanticEdgeSet
 from verifiers.v1.state import State, StateT
@@ -32,27 +33,35 @@ from verifiers.v1.types import (
 )
 
 if TYPE_CHECKING:
-    from verifiers.v1.branch import Branch
     from verifiers.v1.judge import JudgeResponse
 
 __all__ = [
+    "EXCLUDE_FIELDS",
     "TRACE_VERSION",
     "AgentInfo",
+    "Branch",
     "EnvInfo",
     "Episode",
     "Error",
     "InterceptRecord",
     "ModelCall",
+    "PolicyEvent",
     "Reward",
     "TimeSpan",
     "Timing",
     "Trace",
     "TraceTask",
+    "VersionInfo",
     "WireEpisode",
     "WireTrace",
+    "min_new_input_tokens",
 ]
 
 TRACE_VERSION = 1
+
+EXCLUDE_FIELDS: dict[str, Any] = {"nodes": {"__all__": {"routed_experts", "sampling_mask"}}}
+"""Per-token tensors of a trace's nodes that travel on the serve wire but are left out of its
+JSON record (``to_record``, ``traces.jsonl``)."""
 
 TRUNCATING_STOPS = frozenset(
     {"max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens", "compaction_failed"}
@@ -100,6 +109,20 @@ class Error(BaseModel):
     traceback: str | None = None
 
 
+class VersionInfo(BaseModel):
+    """The verifiers build that recorded a trace: its version and, when known, git commit."""
+
+    version: str
+    commit: str | None = None
+
+
+def _this_build() -> VersionInfo:
+    from verifiers import __version__
+    from verifiers.v1.utils.version import verifiers_commit
+
+    return VersionInfo(version=__version__, commit=verifiers_commit())
+
+
 class AgentInfo(BaseModel, Generic[AgentConfigT]):
     config: SerializeAsAny[AgentConfigT]
     name: str = "agent"
@@ -122,6 +145,15 @@ class Reward(BaseModel):
         return self.score * self.weight
 
 
+class PolicyEvent(BaseModel):
+    """A decision the framework's policy took on a model request before it was sent (e.g. a
+    provider tool removed under the runtime's network policy): a stable ``code`` and the
+    request paths it touched (paths only, never the values)."""
+
+    code: str
+    paths: list[str]
+
+
 class ModelCall(BaseModel):
     """One model request: which node it produced, with what, and how long it took."""
 
@@ -131,8 +163,23 @@ class ModelCall(BaseModel):
     usage: Usage | None = None
     time: TimeSpan = Field(default_factory=TimeSpan)
     error: Error | None = None
+    policy: PolicyEvent | None = None
+    """What the framework's policy changed in the request before sending it, if anything."""
     acp: ACPInfo | None = None
     """The ACP harness's id for the request (semantic edges name requests by it)."""
+
+
+def min_new_input_tokens(calls: Iterable[ModelCall]) -> Iterator[tuple[ModelCall, int]]:
+    """Each call with usage, with the input tokens it added: its prompt less the previous such
+    call's whole sequence (prompt and completion), never below zero. Exact while the history
+    only grows; where the engine dropped tokens between calls (stripped reasoning, a trimmed
+    history) the count falls short rather than going negative."""
+    before = 0
+    for call in calls:
+        if call.usage is None:
+            continue
+        yield call, max(0, call.usage.input_tokens - before)
+        before = call.usage.total_tokens
 
 
 class InterceptRecord(BaseModel):
@@ -146,6 +193,8 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
 
     version: int = TRACE_VERSION
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    verifiers: VersionInfo = Field(default_factory=_this_build)
+    """The verifiers build that recorded the trace."""
     task: TraceTask[DataT]
     agent: AgentInfo[AgentConfigT]
     tools: list[Tool] = Field(default_factory=list)
@@ -457,24 +506,20 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
         )
         self.stop(error_stop_condition(error))
 
-    def to_record(self) -> dict[str, Any]:
-        """The JSON-ready record written to ``traces.jsonl``."""
-        return self.model_dump(mode="json")
+    def to_record(self, float_decimals: int | None = RECORD_FLOAT_DECIMALS) -> dict[str, Any]:
+        """The JSON-ready record written to ``traces.jsonl``: the nodes' raw tensors
+        (:data:`EXCLUDE_FIELDS`) left out, per-token float streams rounded to
+        ``float_decimals`` (None keeps every digit)."""
+        return self.model_dump(
+            mode="json", exclude=EXCLUDE_FIELDS, context={"float_decimals": float_decimals}
+        )
 
 
 def error_stop_condition(error: BaseException) -> str:
-    """The stop condition an error leaves on a trace, as 0.4.0 names it: ``<kind>_error`` for
-    a v1 error (``task_error``, ``harness_error``, ``provider_error`` for a model failure,
-    ``rollout_error`` for the base), ``error`` for any other exception."""
-    from verifiers.v1.errors import ModelError, V1Error
+    """The stop condition an error leaves on a trace (:func:`verifiers.v1.errors.stop_condition`)."""
+    from verifiers.v1.errors import stop_condition
 
-    if isinstance(error, ModelError):
-        return "provider_error"
-    if type(error) is V1Error:
-        return "rollout_error"
-    if isinstance(error, V1Error):
-        return f"{type(error).__name__.removesuffix('Error').lower()}_error"
-    return "error"
+    return stop_condition(error)
 
 
 def _number(name: str, value: Any) -> float:
@@ -541,9 +586,14 @@ class Episode(BaseModel, Generic[DataT, StateT, AgentConfigT]):
                 return trace.errors[-1]
         return None
 
-    def to_record(self) -> dict[str, Any]:
-        """The JSON-ready record of the episode (one line of ``traces.jsonl``)."""
-        return self.model_dump(mode="json")
+    def to_record(self, float_decimals: int | None = RECORD_FLOAT_DECIMALS) -> dict[str, Any]:
+        """The JSON-ready record of the episode (one line of ``traces.jsonl``), its traces
+        recorded as :meth:`Trace.to_record` records them."""
+        return self.model_dump(
+            mode="json",
+            exclude={"traces": {"__all__": EXCLUDE_FIELDS}},
+            context={"float_decimals": float_decimals},
+        )
 
 
 WireTrace = Trace[WireTaskData, State, WireAgentConfig]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
@@ -22,6 +24,7 @@ __all__ = [
     "RoutedExperts",
     "Sampling",
     "SamplingConfig",
+    "SamplingMask",
     "SystemMessage",
     "TextContentPart",
     "Tool",
@@ -31,6 +34,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "content_text",
+    "content_to_parts",
 ]
 
 
@@ -54,6 +58,25 @@ class ImageUrlContentPart(BaseModel):
 
 ContentPart = Annotated[TextContentPart | ImageUrlContentPart, Field(discriminator="type")]
 MessageContent = str | list[ContentPart]
+
+
+def content_to_parts(content: Any) -> MessageContent:
+    """OpenAI-style content as typed content: a string as it is (None or empty as ``""``), a
+    list as its ``text`` and ``image_url`` parts (an image part without a URL gets ``""``);
+    parts of other types, and items that are not dicts, are dropped."""
+    if not isinstance(content, list):
+        return content or ""
+    parts: list[TextContentPart | ImageUrlContentPart] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            parts.append(TextContentPart(text=part.get("text", "")))
+        elif kind == "image_url":
+            url = (part.get("image_url") or {}).get("url", "")
+            parts.append(ImageUrlContentPart(image_url=ImageUrlSource(url=url)))
+    return list(parts)
 
 
 def content_text(content: MessageContent | None) -> str:
@@ -117,6 +140,26 @@ class RoutedExperts(TypedDict):
     shape: list[int]
     start: NotRequired[int]
     dtype: NotRequired[str]
+
+
+@dataclass
+class SamplingMask:
+    """Per completion token, the token ids that survived the sampler's filters (top-k, top-p,
+    ...), stored flat: ``ids`` (int32) holds the rows one after another and ``counts`` (int32)
+    each row's length."""
+
+    ids: Any
+    counts: Any
+
+    @classmethod
+    def from_sampling_mask(cls, sampling_mask: Sequence[Sequence[int]]) -> SamplingMask:
+        """The flat form of one row of surviving ids per completion token."""
+        import numpy as np
+
+        counts = np.array([len(row) for row in sampling_mask], dtype=np.int32)
+        rows = [np.asarray(row, dtype=np.int32) for row in sampling_mask if len(row)]
+        ids = np.concatenate(rows) if rows else np.empty(0, dtype=np.int32)
+        return cls(ids=ids, counts=counts)
 
 
 class TurnTokens(BaseModel):

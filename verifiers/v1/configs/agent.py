@@ -23,6 +23,7 @@ from verifiers.v1.types import SamplingConfig
 __all__ = [
     "AgentConfig",
     "AgentTimeoutConfig",
+    "TimeoutConfig",
     "WireAgentConfig",
     "agent_config_fields",
     "merge_agent_defaults",
@@ -30,13 +31,18 @@ __all__ = [
 ]
 
 
-class AgentTimeoutConfig(Config):
-    """Seconds per stage of one agent run (None = no limit)."""
+class TimeoutConfig(Config):
+    """Seconds per stage of one agent run; a stage left unset takes the task's own limit for
+    it (``TaskData.timeout``), else has none."""
 
     setup: float | None = Field(default=None, gt=0)
     rollout: float | None = Field(default=None, gt=0)
     finalize: float | None = Field(default=None, gt=0)
     scoring: float | None = Field(default=None, gt=0)
+
+
+AgentTimeoutConfig = TimeoutConfig
+"""Our former name of :class:`TimeoutConfig`."""
 
 
 class AgentConfig(Config):
@@ -57,7 +63,7 @@ class AgentConfig(Config):
     max_input_tokens: int | None = Field(default=None, ge=1)
     max_output_tokens: int | None = Field(default=None, ge=1)
     max_total_tokens: int | None = Field(default=None, ge=1)
-    timeout: AgentTimeoutConfig = Field(default_factory=AgentTimeoutConfig)
+    timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
     retries: RetryConfig = Field(default_factory=RetryConfig)
     network_notice: bool = True
 
@@ -106,11 +112,13 @@ def merge_agent_defaults(config: type[BaseModel], data: Any) -> Any:
     """Deep-merge partial seat overrides (dicts) onto each seat's declared default."""
     if not isinstance(data, dict):
         return data
+    from verifiers.v1.utils.generic import merge_defaults
+
     out = dict(data)
     for name, field in config.model_fields.items():
         default, given = field.default, out.get(name)
         if isinstance(default, AgentConfig) and isinstance(given, dict):
-            out[name] = deep_merge(default.model_dump(exclude_unset=True), given)
+            out[name] = merge_defaults(default, given)
     return out
 
 

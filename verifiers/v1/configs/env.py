@@ -13,21 +13,31 @@ from verifiers.v1.configs.agent import AgentConfig, agent_config_fields, merge_a
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.configs.retries import RetryConfig
 
-__all__ = ["EnvConfig", "EnvTimeoutConfig", "SharedEnvConfig", "default_agent_harness"]
+__all__ = [
+    "EnvConfig",
+    "EnvTimeoutConfig",
+    "SharedEnvConfig",
+    "TimeoutConfig",
+    "default_agent_harness",
+]
 
 
-class EnvTimeoutConfig(Config):
+class TimeoutConfig(Config):
     """Seconds for the env's own ``run()`` and ``finalize()`` (None = no limit)."""
 
     episode: float | None = Field(default=None, gt=0)
     finalize: float | None = Field(default=None, gt=0)
 
 
+EnvTimeoutConfig = TimeoutConfig
+"""Our former name of :class:`TimeoutConfig`."""
+
+
 class SharedEnvConfig(Config):
     """The knobs every env has."""
 
     taskset: SharedTasksetConfig = Field(default_factory=SharedTasksetConfig)
-    timeout: EnvTimeoutConfig = Field(default_factory=EnvTimeoutConfig)
+    timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
     retries: RetryConfig = Field(default_factory=RetryConfig)
     """Whole-episode retries (a retried episode reruns from the start)."""
     max_concurrent_agents: int | None = Field(default=1, ge=1)

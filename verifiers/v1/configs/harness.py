@@ -5,12 +5,36 @@ seat's ``harness`` field narrows to it by ``id`` (see ``verifiers.v1.utils.loade
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
 from verifiers.v1.configs import Config
 
-__all__ = ["HarnessConfig", "WireHarnessConfig"]
+__all__ = [
+    "HarnessConfig",
+    "PinnedVersion",
+    "SkillSource",
+    "WireHarnessConfig",
+    "skill_destination",
+]
+
+PinnedVersion = Annotated[str, Field(pattern=r"^[A-Za-z0-9._+-]+$")]
+"""A release or tag a harness pins its program's install to: letters, digits and ``._+-``
+(nothing a shell or a package spec would read as more than a version)."""
+
+SkillSource = Path | Annotated[dict[Literal["runtime"], str], Field(min_length=1)]
+"""Where a skill comes from: a folder on the host, or ``{"runtime": path}``, a root of skills
+already inside the runtime."""
+
+
+def skill_destination(skill: SkillSource, dest: str) -> str:
+    """Where a skill source is installed under ``dest``: a runtime root merges into ``dest``
+    itself, a host folder lands in ``dest/<its resolved name>``."""
+    if isinstance(skill, dict):
+        return dest
+    return f"{dest}/{Path(skill).resolve().name}"
 
 
 class HarnessConfig(Config):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from verifiers.v1.configs import Config
 
-__all__ = ["RetryBudget", "RetryConfig", "RetryRule"]
+__all__ = ["RetryBudget", "RetryConfig", "RetryRule", "StatusCode"]
 
 StatusClass = Literal["1xx", "2xx", "3xx", "4xx", "5xx"]
+
+StatusCode = Annotated[StrictInt, Field(ge=100, le=599)] | StatusClass
+"""An HTTP status a retry rule matches: one code (an int from 100 to 599) or a class
+(``"4xx"``, ``"5xx"``, ...)."""
 
 
 class RetryRule(Config):
@@ -19,7 +23,8 @@ class RetryRule(Config):
 
     type: str | None = None
     """The recorded exception class name, e.g. ``ModelError``."""
-    status_code: list[int | StatusClass] | None = None
+    status_code: list[StatusCode] | None = None
+    """Any of these statuses or status classes; an error with no status never matches."""
     message: str | None = None
     """A regex searched in the error message."""
     max_retries: int = Field(ge=0)

@@ -9,27 +9,63 @@ without a port means its scheme's default one). A runtime may accept only some o
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from glob import has_magic
 from typing import Self
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pydantic import Field, model_validator
 
 from verifiers.v1.configs import Config
 
-__all__ = ["NetworkPolicyConfig", "network_rule_matches", "split_network_rule"]
+__all__ = [
+    "NetworkPolicyConfig",
+    "intersect_network_hosts",
+    "network_rule_matches",
+    "parse_network_rule",
+    "split_network_rule",
+]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def split_network_rule(rule: str) -> tuple[str, str, int | None]:
-    """``(scheme, host, port)`` of a rule: the scheme is ``""`` for a bare host pattern, the
-    host is lower-cased without a trailing dot, the port is None when the rule names none and
-    has no scheme. Raises ValueError for a malformed port."""
+def parse_network_rule(rule: str) -> tuple[SplitResult, str, int | None]:
+    """A rule taken apart: ``(the URL split, host, port)``. The split keeps the rule's URL
+    syntax (scheme, path) for a runtime to check what it accepts; the host is lower-cased
+    without a trailing dot; the port is the rule's own, else its scheme's default (443 for
+    ``https``, 80 for any other scheme), else None (a bare host pattern). Raises ValueError
+    for a malformed port."""
     parts = urlsplit(rule if "://" in rule else f"//{rule}")
     port = parts.port
     if port is None and parts.scheme:
-        port = _DEFAULT_PORTS.get(parts.scheme)
-    return parts.scheme, (parts.hostname or "").lower().rstrip("."), port
+        port = 443 if parts.scheme == "https" else 80
+    return parts, (parts.hostname or "").lower().rstrip("."), port
+
+
+def split_network_rule(rule: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of a rule as :func:`parse_network_rule` reads it (the scheme
+    ``""`` for a bare host pattern)."""
+    parts, host, port = parse_network_rule(rule)
+    return parts.scheme, host, port
+
+
+def intersect_network_hosts(left: str, right: str) -> str:
+    """The host pattern two rules' hosts both cover: the narrower of the two when one covers
+    the other (``*`` covers everything; a ``*.domain`` pattern covers the concrete and
+    wildcard hosts under it), ``""`` when they cover nothing in common. Two glob patterns
+    whose overlap cannot be told from their text raise ValueError."""
+    for wide, narrow in ((left, right), (right, left)):
+        if wide in ("*", narrow):
+            return narrow
+        # Text matching proves one glob covers another only for a plain domain suffix.
+        suffix_pattern = wide.startswith("*.") and not has_magic(wide[2:])
+        if has_magic(narrow) and not suffix_pattern:
+            continue
+        if fnmatchcase(narrow, wide):
+            return narrow
+    both_globs = has_magic(left) and has_magic(right)
+    if both_globs and (has_magic(left.removeprefix("*.")) or has_magic(right.removeprefix("*."))):
+        raise ValueError(f"cannot intersect network hosts {left!r} and {right!r}")
+    return ""
 
 
 def network_rule_matches(

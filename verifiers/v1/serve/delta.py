@@ -39,6 +39,7 @@ __all__ = [
     "SCALAR_FIELDS",
     "DeltaStreamer",
     "EpisodeAssembly",
+    "TraceCursor",
     "TraceSummary",
     "dump",
     "pack",
@@ -85,7 +86,7 @@ class TraceSummary(BaseModel):
     calls: int
 
 
-class _Cursor:
+class TraceCursor:
     """What of one trace has left."""
 
     def __init__(self) -> None:
@@ -113,7 +114,7 @@ class DeltaStreamer:
     ) -> None:
         self.traces = traces
         self.send = send
-        self.cursors: dict[str, _Cursor] = {}
+        self.cursors: dict[str, TraceCursor] = {}
         self._scheduled: asyncio.Handle | None = None
         self._flushes: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
@@ -170,19 +171,19 @@ class DeltaStreamer:
                 else:
                     self.cursors[trace_id] = cursor
 
-    def diff(self) -> list[tuple[str, dict[str, Any], _Cursor | None]]:
+    def diff(self) -> list[tuple[str, dict[str, Any], TraceCursor | None]]:
         """Each trace's delta against what left, with the cursor as it stands once the delta
         is sent (None: a discard). Nothing is committed here."""
         traces = list(self.traces())
         live = {trace.id for trace in traces}
-        out: list[tuple[str, dict[str, Any], _Cursor | None]] = [
+        out: list[tuple[str, dict[str, Any], TraceCursor | None]] = [
             (gone, {"trace": gone, "discard": True}, None)
             for gone in self.cursors
             if gone not in live
         ]
         for trace in traces:
             sent = self.cursors.get(trace.id)
-            cursor = copy.deepcopy(sent) if sent is not None else _Cursor()
+            cursor = copy.deepcopy(sent) if sent is not None else TraceCursor()
             delta: dict[str, Any] = {"trace": trace.id}
             if sent is None:
                 delta["open"] = dump(trace, include=set(HEADER_FIELDS))
@@ -243,7 +244,7 @@ def _item(item: Any) -> Any:
 
 
 def _routing_repairs(
-    trace: Trace[Any, Any, Any], cursor: _Cursor, sent_nodes: int
+    trace: Trace[Any, Any, Any], cursor: TraceCursor, sent_nodes: int
 ) -> dict[int, dict[str, Any]]:
     """The last routing rows changed since their node left (the next prefill corrects the
     previous turn's last row), keyed by node index; records every node's current last row."""

@@ -69,6 +69,7 @@ from verifiers.v1.serve.wire import (
 from verifiers.v1.task import Task, TaskData
 from verifiers.v1.trace import Episode
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config
+from verifiers.v1.utils.memory import trim_memory_periodically
 
 __all__ = ["EnvServer", "build_env"]
 
@@ -295,6 +296,7 @@ class EnvServer:
                         episode = await env.run_episode(task, agents)
         finally:
             await client.close()
+        await trim_memory_periodically()
         response = RunResponse(
             head=dump(episode, exclude={"traces"}),
             traces=[

@@ -10,9 +10,12 @@ installed module of that name. A plugin's config type is its class's generic arg
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
+from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,7 +24,12 @@ from pydantic import BaseModel, ValidationError
 from verifiers.errors import ConfigError
 
 if TYPE_CHECKING:
-    from verifiers.v1.configs import EnvConfig, HarnessConfig, TasksetConfig
+    from verifiers.v1.configs import (
+        DecoratedFunctionConfig,
+        EnvConfig,
+        HarnessConfig,
+        TasksetConfig,
+    )
     from verifiers.v1.configs.judge import JudgeConfig
     from verifiers.v1.env import Env
     from verifiers.v1.harness import Harness
@@ -35,6 +43,7 @@ __all__ = [
     "default_harness_id",
     "env_config_type",
     "environment_class",
+    "file_module",
     "harness_class",
     "harness_config_type",
     "import_environment",
@@ -46,8 +55,10 @@ __all__ = [
     "load_environment",
     "load_harness",
     "load_judge",
+    "load_plugged_fn",
     "load_taskset",
     "narrow_plugin_field",
+    "plugged_fn",
     "register_env",
     "register_harness",
     "resolve_env_config",
@@ -351,3 +362,77 @@ def load_environment(config: EnvConfig | dict[str, Any]) -> Env[Any]:
 
 def task_type(taskset_id: str) -> type[Task[Any, Any, Any]]:
     return taskset_class(taskset_id).task_type()
+
+
+@functools.cache
+def file_module(path: str) -> ModuleType:
+    """The module of a standalone ``.py`` file, imported once per path (later loads of a
+    function from the same file share the module)."""
+    resolved = Path(path).resolve()
+    spec = importlib.util.spec_from_file_location(resolved.stem, resolved)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import a module from {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def plugged_fn(path: str) -> Callable[..., Any]:
+    """The function a config names: ``pkg.module:function``, ``pkg.module.function`` or
+    ``path/to/file.py:function``. ValueError for a path of none of these shapes, TypeError
+    when the name is not a callable."""
+    where, _, name = path.rpartition(":")
+    if not where:
+        where, _, name = path.rpartition(".")
+    if not where or not name:
+        raise ValueError(
+            f"fn {path!r} must be `pkg.module.function`, `pkg.module:function` or "
+            "`path/to/file.py:function`"
+        )
+    module = file_module(where) if where.endswith(".py") else importlib.import_module(where)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise TypeError(f"fn {path!r} is not a function (found {fn!r})")
+    return fn  # type: ignore[no-any-return]
+
+
+def load_plugged_fn(
+    name: str,
+    config: DecoratedFunctionConfig,
+    attr: str,
+    decorated: Callable[..., Any] | None = None,
+) -> Callable[..., Any]:
+    """A task hook plugged by config under ``name``, tagged as ``@vf.<attr>`` tags one
+    (``attr``: ``stop``, ``metric``, ``reward``): ``config.fn`` imported, or without one the
+    task's ``decorated`` method it re-tags. Its priority (and a reward's weight) is the
+    config's, else the wrapped function's own (0 and 1.0 for an untagged one)."""
+    from verifiers.v1.configs import RewardFunctionConfig
+
+    if config.fn:
+        fn = plugged_fn(config.fn)
+    elif decorated is not None:
+        fn = decorated
+    else:
+        raise ValueError(
+            f"{attr} {name!r} plugs no `fn` and the task has no @vf.{attr} method named "
+            f"{name!r} to override; give `fn` ('file.py:function') or fix the name"
+        )
+
+    @functools.wraps(fn)
+    def plugged(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    plugged.__name__ = name
+    setattr(plugged, attr, True)
+    priority = config.priority
+    setattr(
+        plugged,
+        f"{attr}_priority",
+        priority if priority is not None else getattr(fn, f"{attr}_priority", 0),
+    )
+    if isinstance(config, RewardFunctionConfig):
+        weight = config.weight
+        plugged.__dict__["_vf_weight"] = (
+            weight if weight is not None else getattr(fn, "_vf_weight", 1.0)
+        )
+    return plugged

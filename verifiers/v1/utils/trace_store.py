@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
-from verifiers.v1.cli.output import TRACES_FILE
-from verifiers.v1.trace import Episode, Trace, WireEpisode, WireTrace
+from pydantic import TypeAdapter
 
-__all__ = ["TRACES_FILE", "read_episodes", "traces_file", "write_episode"]
+from verifiers.v1.cli.output import TRACES_FILE
+from verifiers.v1.trace import EnvInfo, Episode, Trace, WireEpisode, WireTrace
+
+__all__ = [
+    "TRACES_FILE",
+    "append_episode",
+    "append_trace",
+    "read_episodes",
+    "traces_file",
+    "type_adapter",
+    "write_episode",
+]
+
+type_adapter = functools.cache(TypeAdapter)
+"""``TypeAdapter(t)``, built once per type (an adapter costs a schema build)."""
 
 
 def traces_file(results_dir: Path) -> Path:
@@ -44,3 +59,34 @@ def read_episodes(
             episode.traces = [trace_type.model_validate(t) for t in row.get("traces", [])]
             episodes.append(episode)
     return episodes
+
+
+async def append_episode(
+    results_dir: Path, episode: Episode[Any, Any, Any], lock: asyncio.Lock
+) -> None:
+    """Append ``episode`` to ``results_dir/traces.jsonl`` from a worker thread, holding the
+    run's ``lock`` so lines never interleave. Once begun the write completes even when the
+    caller is cancelled (the cancellation is raised after it): a finished episode is never
+    lost half-written."""
+
+    async def persist() -> None:
+        async with lock:
+            await asyncio.to_thread(write_episode, results_dir, episode)
+
+    writing = asyncio.ensure_future(persist())
+    try:
+        await asyncio.shield(writing)
+    except asyncio.CancelledError:
+        await writing
+        raise
+
+
+async def append_trace(
+    results_dir: Path, trace: Trace[Any, Any, Any], lock: asyncio.Lock, env: str = ""
+) -> None:
+    """Append one finished trace as a single-agent episode (env id ``env``), as
+    :func:`append_episode` appends one."""
+    episode: Episode[Any, Any, Any] = Episode(
+        env=EnvInfo(id=env), task=trace.task, traces=[trace], ok=trace.ok
+    )
+    await append_episode(results_dir, episode, lock)

@@ -143,7 +143,7 @@ class IsolatedVerifierEnv(Env[IsolatedVerifierEnvConfig]):
         """Grade ``solution`` in a fresh ``config`` runtime: ``(verify's result, the graded
         copy of the trace)``; each retry starts from the untouched task and trace. Raises the
         last failure when every attempt failed."""
-        timeouts = RolloutTimeouts.from_config(self.config.agent.timeout)
+        timeouts = RolloutTimeouts.from_config(self.config.agent.timeout, task)
         attempts = self.config.verifier.retries + 1
         last: Exception | None = None
         for attempt in range(attempts):
