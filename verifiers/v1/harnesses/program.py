@@ -24,7 +24,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypeVar
 
 from verifiers.errors import SandboxError
-from verifiers.v1.boundaries import response_stop, trace_stops
+from verifiers.v1.boundaries import ProgramBoundary, response_stop, trace_stops
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.decorators import invoke_all
 from verifiers.v1.errors import HarnessError, ModelError
@@ -37,6 +37,7 @@ from verifiers.v1.trace import ModelCall, TimeSpan
 from verifiers.v1.types import (
     AssistantMessage,
     Message,
+    Request,
     Tool,
     ToolCall,
     Usage,
@@ -53,7 +54,13 @@ if TYPE_CHECKING:
     from verifiers.v1.task_runtime import TaskRuntime
     from verifiers.v1.trace import Trace
 
-__all__ = ["SOCKET_INSIDE", "ProgramHarness", "ProgramHarnessConfig", "ProgramHarnessConfigT"]
+__all__ = [
+    "SOCKET_INSIDE",
+    "ProgramHarness",
+    "ProgramHarnessConfig",
+    "ProgramHarnessConfigT",
+    "message_key",
+]
 
 SOCKET_INSIDE = "/run/vf/model.sock"
 _TAIL = 1 << 14
@@ -114,7 +121,7 @@ def _arguments_key(arguments: str) -> str:
         return arguments
 
 
-def _key(message: Message) -> tuple[Any, ...]:
+def message_key(message: Message) -> tuple[Any, ...]:
     """What identifies a message when matching a program's request against the trace."""
     calls: tuple[Any, ...] = ()
     if isinstance(message, AssistantMessage):
@@ -127,14 +134,14 @@ def _record_prompt(trace: Trace, prompt: list[Message], tools: list[Tool]) -> No
     does not extend it (the program rewrote its history) starts a new branch. Before the first
     model call, the program's opening replaces the trace's seeded one."""
     current = trace.messages
-    if not any(n.sampled for n in trace.nodes) and [_key(m) for m in current] != [
-        _key(m) for m in prompt[: len(current)]
+    if not any(n.sampled for n in trace.nodes) and [message_key(m) for m in current] != [
+        message_key(m) for m in prompt[: len(current)]
     ]:
         trace.nodes.clear()
         current = []
     shared = 0
     for have, want in zip(current, prompt, strict=False):
-        if _key(have) != _key(want):
+        if message_key(have) != message_key(want):
             break
         shared += 1
     if shared < len(current):  # a new branch from the root
@@ -152,7 +159,17 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
     """A harness whose agent is a program run in a runtime, its model calls intercepted.
     Subclasses say what to run (:meth:`command`) and may upload files first (:meth:`prepare`);
     their own knobs live on a :class:`ProgramHarnessConfig` subclass
-    (``ProgramHarness[MyConfig]``)."""
+    (``ProgramHarness[MyConfig]``).
+
+    The task's request interceptors and request stops see every request the program makes
+    and every reply's tool calls before the program gets them
+    (:class:`~verifiers.v1.boundaries.ProgramBoundary`). A program that asks before running
+    each tool call (``SUPPORTS_TOOL_INTERCEPTION``: it posts ``{tool_call_id, name,
+    arguments}`` to ``$VF_TOOL_INTERCEPTION_URL``, given when the task has such hooks)
+    records an interceptor's result instead of running a call; with any other program such a
+    rewrite ends the rollout."""
+
+    SUPPORTS_TOOL_INTERCEPTION: bool = False
 
     def __init__(self, config: ProgramHarnessConfigT | None = None) -> None:
         super().__init__(config)
@@ -293,9 +310,14 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         try:
             if port is None:
                 port = await self._relay(runtime, runtime.config, channel, procs)
+            boundary = ProgramBoundary(task, trace, gates_tools=self.SUPPORTS_TOOL_INTERCEPTION)
+            watching = boundary.watching
             await self.prepare(runtime, task, trace, agent)
             argv, env = self.command(task, trace, agent)
             base_url = channel.base_url(port)
+            if watching and self.SUPPORTS_TOOL_INTERCEPTION:
+                channel.tool_hook = self._tool_hook(boundary)
+                env = {**env, "VF_TOOL_INTERCEPTION_URL": channel.tool_url(port)}
             env = {
                 **self.config.resolved_env,
                 **env,
@@ -317,10 +339,19 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 call = await self._next_call(channel, watcher, deadline)
                 if call is None:
                     break
-                if await self._answer(call, task, trace, agent, toolsets, hidden):
+                if trace.stop_condition is not None:  # a tool hook stopped the rollout
+                    call.fail(503, "the rollout is over", "rollout_finished")
                     return True
+                boundary_or_none = boundary if watching else None
+                if await self._answer(call, task, trace, agent, toolsets, hidden, boundary_or_none):
+                    return True
+            if boundary.error is not None:
+                raise boundary.error
+            if trace.stop_condition is not None:  # a tool hook stopped it; the program quit
+                return True
             return self._ended(channel, watcher, tail, trace)
         finally:
+            channel.tool_hook = None
             for proc in procs:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(proc.kill(), 10.0)
@@ -330,6 +361,24 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     await watcher
             if lease is None:
                 await self._teardown(server, channel, runtime)
+
+    @staticmethod
+    def _tool_hook(boundary: ProgramBoundary) -> Any:
+        """The channel's tool route for ``boundary``: ``{tool_call_id, name, arguments}`` in,
+        the verdict out (``{"action": "allow" | "deny" | "stop", "message"?, "reason"?}``)."""
+
+        async def hook(request: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return boundary.decide(
+                    str(request.get("tool_call_id", "")),
+                    request.get("name") if isinstance(request.get("name"), str) else None,
+                    request.get("arguments"),
+                )
+            except Exception as exc:
+                boundary.error = exc
+                raise
+
+        return hook
 
     def _ended(
         self, channel: Channel, watcher: asyncio.Task[int], tail: bytearray, trace: Trace
@@ -433,6 +482,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         agent: Agent,
         toolsets: list[Any],
         hidden: dict[int, list[dict[str, Any]]],
+        boundary: ProgramBoundary | None = None,
     ) -> bool:
         """Answer one intercepted request with model calls recorded on the trace; True when
         the rollout is over (a stop hook fired or the turn cap was reached).
@@ -477,11 +527,22 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 call.fail(400, f"the rollout reached its {cap} cap", f"{cap}_reached")
                 trace.stop(cap)
                 return True
-            _record_prompt(trace, [message_from_wire(m) for m in prompt], tools)
+            messages = [message_from_wire(m) for m in prompt]
+            if boundary is not None:
+                prompt, messages, stopped = await self._intercept(boundary, prompt, messages, tools)
+                if stopped is not None:
+                    _record_prompt(trace, messages, tools)
+                    call.fail(400, f"rollout stopped: {stopped}", "rollout_finished")
+                    trace.stop(stopped)
+                    return True
+                boundary.consume(messages)
+            _record_prompt(trace, messages, tools)
             response = await self._sample(call, trace, agent, prompt, schemas or None, tools)
             stopped = await response_stop(task, trace, agent.model)  # before the program sees it
+            if stopped is None and boundary is not None:
+                stopped = await boundary.gate_calls()
             if stopped is not None:
-                call.fail(503, "the rollout is over", "rollout_finished")
+                call.fail(400, f"rollout stopped: {stopped}", "rollout_finished")
                 trace.stop(stopped)
                 return True
             calls = response.tool_calls
@@ -497,8 +558,13 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
             assert isinstance(reply, AssistantMessage) and reply.tool_calls
             for tool_call in reply.tool_calls:
                 owner = next(t for t in toolsets if t.has(tool_call.name))
+                verdict = boundary.verdict(tool_call.id) if boundary is not None else None
                 try:
-                    out = str(await owner.call(tool_call.name, tool_call.arguments, trace.state))
+                    out = (
+                        content_text(verdict.content)
+                        if verdict is not None
+                        else str(await owner.call(tool_call.name, tool_call.arguments, trace.state))
+                    )
                 except Exception as exc:
                     out = f"error: {type(exc).__name__}: {exc}"
                 turn.append(
@@ -511,6 +577,26 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 )
             hidden.setdefault(len(call.messages), []).extend(turn)
             prompt.extend(turn)
+
+    @staticmethod
+    async def _intercept(
+        boundary: ProgramBoundary,
+        prompt: list[dict[str, Any]],
+        messages: list[Message],
+        tools: list[Tool],
+    ) -> tuple[list[dict[str, Any]], list[Message], str | None]:
+        """The program's request after the boundary (pinned results, the task's request
+        interceptors): its wire messages, its messages and the request stop that fired."""
+        from verifiers.v1.dialects.chat import message_to_wire
+
+        request, stopped = await boundary.request(Request(messages=messages, tools=tools or None))
+        after = list(request.messages)
+        if after != messages:
+            prompt = [
+                raw if new == old else message_to_wire(new)
+                for raw, old, new in zip(prompt, messages, after, strict=True)
+            ]
+        return prompt, after, stopped
 
     async def _sample(
         self,

@@ -45,6 +45,7 @@ class BashHarnessConfig(ProgramHarnessConfig):
 
 class BashHarness(ProgramHarness[BashHarnessConfig]):
     name = "bash"
+    SUPPORTS_TOOL_INTERCEPTION = True
 
     def runtime_config(self, agent: Agent) -> RuntimeConfig:
         """As :meth:`ProgramHarness.runtime_config`; the first time a process runs the bash
