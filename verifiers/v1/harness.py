@@ -138,7 +138,7 @@ class NullHarness(Harness[NullHarnessConfig]):
                 f"task {type(task).__name__} (idx {task.data.idx}) has no user message to answer; "
                 "give it a prompt, or open the conversation with an interaction turn"
             )
-        from verifiers.v1.mcp.toolset import toolsets_of
+        from verifiers.v1.mcp.toolset import rollout_tools, toolsets_of
 
         stops = trace_stops(task)
         available: dict[str | type, Any] = {
@@ -147,7 +147,7 @@ class NullHarness(Harness[NullHarnessConfig]):
             "state": trace.state,
         }
         toolsets = toolsets_of(task)
-        tools = [t for toolset in toolsets for t in toolset.tools()]
+        tools, owners = await rollout_tools(toolsets, trace.state)
         if tools and not trace.tools:
             trace.tools = tools
         while True:
@@ -170,18 +170,18 @@ class NullHarness(Harness[NullHarnessConfig]):
                     "the model called a tool but the null harness offers none; give the task "
                     "toolsets, the agent a harness with tools, or make the task single-turn"
                 )
-            await _run_tool_calls(last.tool_calls, toolsets, trace, task)
+            await _run_tool_calls(last.tool_calls, owners, trace, task)
 
 
 async def _run_tool_calls(
-    calls: list[ToolCall], toolsets: list[Any], trace: Trace, task: Task[Any, Any, Any]
+    calls: list[ToolCall], owners: dict[str, Any], trace: Trace, task: Task[Any, Any, Any]
 ) -> None:
     """Run one assistant turn's tool calls concurrently (in the task's toolsets, with the
     trace's state); each result, or a tool's error, becomes the call's tool message, after
     the task's request interceptors saw it."""
 
     async def one(call: ToolCall) -> str:
-        owner = next((t for t in toolsets if t.has(call.name)), None)
+        owner = owners.get(call.name)
         if owner is None:
             return f"error: no tool {call.name!r}"
         try:

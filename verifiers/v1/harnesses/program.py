@@ -30,7 +30,7 @@ from verifiers.v1.decorators import invoke_all
 from verifiers.v1.errors import HarnessError, ModelError
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.harness import Harness
-from verifiers.v1.mcp.toolset import toolsets_of
+from verifiers.v1.mcp.toolset import rollout_tools, toolsets_of
 from verifiers.v1.runtimes import BwrapConfig, Runtime, RuntimeConfig, make_runtime
 from verifiers.v1.task import _type_arg
 from verifiers.v1.trace import ModelCall, TimeSpan
@@ -493,7 +493,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         every later request of the program (``hidden``, by the program's message count), so
         the model and the trace keep it."""
         own = [t for t in call.tools or [] if isinstance(t.get("function"), dict)]
-        extra = [t for toolset in toolsets for t in toolset.tools()]
+        extra, owners = await rollout_tools(toolsets, trace.state)
         schemas = own + [
             {
                 "type": "function",
@@ -557,7 +557,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
             reply = trace.last_message
             assert isinstance(reply, AssistantMessage) and reply.tool_calls
             for tool_call in reply.tool_calls:
-                owner = next(t for t in toolsets if t.has(tool_call.name))
+                owner = owners[tool_call.name]
                 verdict = boundary.verdict(tool_call.id) if boundary is not None else None
                 try:
                     out = (
