@@ -155,6 +155,11 @@ def _record_prompt(trace: Trace, prompt: list[Message], tools: list[Tool]) -> No
         trace.nodes[index].tools = tools
 
 
+_Hidden = dict[int, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]]
+"""Toolset exchanges the program never saw: by the program's message count where they go,
+the keys of the program's messages before them, and the exchange's wire messages."""
+
+
 class ProgramHarness(Harness[ProgramHarnessConfigT]):
     """A harness whose agent is a program run in a runtime, its model calls intercepted.
     Subclasses say what to run (:meth:`command`) and may upload files first (:meth:`prepare`);
@@ -169,7 +174,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
     records an interceptor's result instead of running a call; with any other program such a
     rewrite ends the rollout."""
 
-    SUPPORTS_TOOL_INTERCEPTION: bool = False
+    EXECUTES_CODE = True
 
     def __init__(self, config: ProgramHarnessConfigT | None = None) -> None:
         super().__init__(config)
@@ -302,7 +307,11 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         if lease is not None:  # the rollout's runtime, already started
             runtime, channel, port = lease
         else:
-            runtime = make_runtime(self.runtime_config(agent))
+            from verifiers.v1.task_runtime import TaskRuntime
+
+            config = self.runtime_config(agent)
+            local = config.type in ("subprocess", "bwrap", "docker")
+            runtime = TaskRuntime(config) if local else make_runtime(config)
             channel, port = await self._connect(server, runtime)
         procs: list[SandboxProcess] = []
         watcher: asyncio.Task[int] | None = None
@@ -313,14 +322,8 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
             boundary = ProgramBoundary(task, trace, gates_tools=self.SUPPORTS_TOOL_INTERCEPTION)
             watching = boundary.watching
             await self.prepare(runtime, task, trace, agent)
-            argv, env = self.command(task, trace, agent)
             base_url = channel.base_url(port)
-            if watching and self.SUPPORTS_TOOL_INTERCEPTION:
-                channel.tool_hook = self._tool_hook(boundary)
-                env = {**env, "VF_TOOL_INTERCEPTION_URL": channel.tool_url(port)}
-            env = {
-                **self.config.resolved_env,
-                **env,
+            channel_env = {
                 "OPENAI_BASE_URL": base_url,
                 "OPENAI_API_BASE": base_url,
                 "OPENAI_API_KEY": channel.secret,
@@ -329,12 +332,15 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 "ANTHROPIC_API_KEY": channel.secret,
                 "ANTHROPIC_MODEL": agent.model,
             }
-            proc = await runtime.spawn(argv, env=env)
-            procs.append(proc)
-            watcher = asyncio.ensure_future(self._watch(proc, tail))
+            if watching and self.SUPPORTS_TOOL_INTERCEPTION:
+                channel.tool_hook = self._tool_hook(boundary)
+                channel_env["VF_TOOL_INTERCEPTION_URL"] = channel.tool_url(port)
+            watcher = await self._start_program(
+                runtime, task, trace, agent, channel_env, tail, procs
+            )
             deadline = time.monotonic() + self.config.timeout
             toolsets = toolsets_of(task)
-            hidden: dict[int, list[dict[str, Any]]] = {}
+            hidden: _Hidden = {}
             while True:
                 call = await self._next_call(channel, watcher, deadline)
                 if call is None:
@@ -361,6 +367,23 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     await watcher
             if lease is None:
                 await self._teardown(server, channel, runtime)
+
+    async def _start_program(
+        self,
+        runtime: Runtime,
+        task: Task[Any, Any, Any],
+        trace: Trace,
+        agent: Agent,
+        channel_env: dict[str, str],
+        tail: bytearray,
+        procs: list[SandboxProcess],
+    ) -> asyncio.Task[int]:
+        """Start the program (:meth:`command`, its model calls pointed at the channel by
+        ``channel_env``); a task that ends with its exit status, keeping its output's tail."""
+        argv, env = self.command(task, trace, agent)
+        proc = await runtime.spawn(argv, env={**self.config.resolved_env, **env, **channel_env})
+        procs.append(proc)
+        return asyncio.ensure_future(self._watch(proc, tail))
 
     @staticmethod
     def _tool_hook(boundary: ProgramBoundary) -> Any:
@@ -481,7 +504,7 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         trace: Trace,
         agent: Agent,
         toolsets: list[Any],
-        hidden: dict[int, list[dict[str, Any]]],
+        hidden: _Hidden,
         boundary: ProgramBoundary | None = None,
     ) -> bool:
         """Answer one intercepted request with model calls recorded on the trace; True when
@@ -490,8 +513,9 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         The task's toolsets are offered next to the program's own tools; a reply that calls
         only toolset tools is run here (in this process, with the rollout's state) and the
         model asked again, so the program never sees that exchange. It is spliced back into
-        every later request of the program (``hidden``, by the program's message count), so
-        the model and the trace keep it."""
+        every later request of the program that extends the one it answered (``hidden``: by
+        the program's message count and the messages before it), so the model and the trace
+        keep it; a program that rewrote its history (a new context) gets none."""
         own = [t for t in call.tools or [] if isinstance(t.get("function"), dict)]
         extra, owners = await rollout_tools(toolsets, trace.state)
         schemas = own + [
@@ -515,11 +539,17 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         ] + extra
         if tools and not trace.tools:
             trace.tools = tools
+        keys = [message_key(message_from_wire(m)) for m in call.messages]
+
+        def spliced(at: int) -> list[dict[str, Any]]:
+            entry = hidden.get(at)
+            return entry[1] if entry is not None and entry[0] == keys[:at] else []
+
         prompt: list[dict[str, Any]] = []
         for i, message in enumerate(call.messages):
-            prompt.extend(hidden.get(i, []))
+            prompt.extend(spliced(i))
             prompt.append(message)
-        prompt.extend(hidden.get(len(call.messages), []))
+        prompt.extend(spliced(len(call.messages)))
         owned = {t.name for t in extra}
         while True:
             cap = agent.cap_reached(trace)
@@ -575,7 +605,11 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                         "content": out,
                     }
                 )
-            hidden.setdefault(len(call.messages), []).extend(turn)
+            at = len(call.messages)
+            if at in hidden and hidden[at][0] == keys:
+                hidden[at][1].extend(turn)
+            else:
+                hidden[at] = (keys, turn)
             prompt.extend(turn)
 
     @staticmethod
@@ -656,6 +690,82 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 trace.stop(fn.__name__)
                 return True
         return False
+
+
+class _Launched(ProgramHarness):
+    """A harness written to 0.4.0's program API (``setup(runtime)`` and ``launch(...)``) run as
+    a program harness: a fresh runtime per segment (a :class:`TaskRuntime`, with uv scripts
+    and ``run_program``), the harness's ``launch`` as the program, its model calls answered
+    over the rollout's channel like any program's."""
+
+    inner: Harness[Any]
+
+    def __init__(self, inner: Harness[Any]) -> None:
+        own = inner.config
+        fields: dict[str, Any] = {"id": own.id, "env": own.env, "forward_env": own.forward_env}
+        for name in ("runtime", "timeout"):
+            value = getattr(own, name, None)
+            if value is not None:
+                fields[name] = value
+        super().__init__(ProgramHarnessConfig.model_validate(fields))
+        self.inner = inner
+
+    def command(
+        self, task: Task[Any, Any, Any], trace: Trace, agent: Agent
+    ) -> tuple[list[str], dict[str, str]]:
+        raise NotImplementedError("a launched harness runs its own launch()")
+
+    async def prepare(
+        self, runtime: Runtime, task: Task[Any, Any, Any], trace: Trace, agent: Agent
+    ) -> None:
+        from verifiers.v1.task_runtime import TaskRuntime
+
+        if isinstance(runtime, TaskRuntime):
+            runtime.program_timeout = self.config.timeout
+        await self.inner.setup(runtime)
+
+    async def _start_program(
+        self,
+        runtime: Runtime,
+        task: Task[Any, Any, Any],
+        trace: Trace,
+        agent: Agent,
+        channel_env: dict[str, str],
+        tail: bytearray,
+        procs: list[SandboxProcess],
+    ) -> asyncio.Task[int]:
+        from verifiers.v1.clients import ModelContext
+        from verifiers.v1.configs.client import EvalClientConfig
+
+        client = agent.config.client if agent.config.client is not None else EvalClientConfig()
+        ctx = ModelContext(model=agent.model, client=client, sampling=agent.sampling)
+        extra: dict[str, Any] = {}
+        if "VF_TOOL_INTERCEPTION_URL" in channel_env:
+            extra["tool_interception_url"] = channel_env["VF_TOOL_INTERCEPTION_URL"]
+        endpoint, secret = channel_env["OPENAI_BASE_URL"], channel_env["OPENAI_API_KEY"]
+
+        async def program() -> int:
+            result = await self.inner.launch(
+                ctx, trace, runtime, endpoint, secret, {}, task.data, **extra
+            )
+            tail.extend((result.stderr or result.stdout).encode("utf-8", "replace")[-_TAIL:])
+            return result.exit_code
+
+        return asyncio.ensure_future(program())
+
+
+def launched(harness: Harness[Any]) -> ProgramHarness:
+    """The program harness that runs ``harness`` (one that defines ``launch``), kept on it."""
+    adapter = harness.__dict__.get("_vf_launched")
+    if adapter is None:
+        cls = type(
+            f"Launched{type(harness).__name__}",
+            (_Launched,),
+            {"SUPPORTS_TOOL_INTERCEPTION": harness.SUPPORTS_TOOL_INTERCEPTION},
+        )
+        adapter = harness.__dict__["_vf_launched"] = cls(harness)
+    assert isinstance(adapter, ProgramHarness)
+    return adapter
 
 
 def program_input(trace: Trace, **extra: Any) -> bytes:
