@@ -99,7 +99,7 @@ class Harness(ABC, Generic[HarnessConfigT]):
         rollout's interception channel; :mod:`verifiers.v1.harnesses.program`)."""
         if type(self).launch is Harness.launch:
             raise NotImplementedError(f"{type(self).__name__} defines neither run() nor launch()")
-        from verifiers.v1.harnesses.program import launched
+        from verifiers.v1.harnesses.launched import launched
 
         return await launched(self).run(task, trace, agent)
 
