@@ -459,3 +459,118 @@ async def test_a_response_stop_ends_a_program_harness_run_before_its_program_act
         )
     assert trace.stop_condition == "stop_bash" and trace.tool_messages == []
     assert trace.reward == 1.0
+
+
+# -- request interceptors in a program harness (upstream's bash-interception, its rewrite case) -
+
+
+def _blocked(request: vf.Request, marker: str) -> vf.Request | None:
+    """The request with its last message, an empty (not yet run) result of a bash call whose
+    command holds ``marker``, replaced by a refusal; None where it is anything else."""
+    last = request.messages[-1] if request.messages else None
+    if not isinstance(last, vf.ToolMessage) or last.content:
+        return None
+    for message in request.messages:
+        if isinstance(message, vf.AssistantMessage):
+            for call in message.tool_calls or []:
+                if call.id == last.tool_call_id and marker in call.arguments:
+                    refusal = last.model_copy(update={"content": "This request is blocked."})
+                    return request.model_copy(
+                        update={"messages": [*request.messages[:-1], refusal]}
+                    )
+    return None
+
+
+class RewriteBashTask(vf.Task[vf.TaskData]):
+    @vf.intercept
+    def rewrite_git(self, request: vf.Request) -> vf.Request | None:
+        return _blocked(request, "ran")
+
+    @vf.reward
+    async def rewritten(self, trace: vf.Trace, runtime: vf.Runtime) -> float:
+        executed = (await runtime.run(["test", "-e", "ran"], {})).exit_code == 0  # type: ignore[call-arg]
+        last = trace.tool_messages[-1].content if trace.tool_messages else ""
+        return float(not executed and "blocked" in str(last) and trace.num_turns == 2)
+
+
+def _bash_then_answer(seen: list[dict[str, Any]], *commands: str) -> Any:
+    def respond(request: dict[str, Any]) -> Any:
+        seen.append(request)
+        done = sum(1 for m in request["messages"] if m["role"] == "tool")
+        if done < len(commands):
+            return {"tool_calls": [{"name": "bash", "arguments": {"command": commands[done]}}]}
+        return "something"
+
+    return respond
+
+
+async def test_a_request_interceptor_supplies_a_bash_result_in_place_of_running_it() -> None:
+    seen: list[dict[str, Any]] = []
+    seat = vf.AgentConfig(harness=vf.BashHarnessConfig(), runtime={"type": "subprocess"})  # type: ignore[arg-type]
+    async with OpenAITestServer(responder=_bash_then_answer(seen, "touch ran")) as server:
+        trace = await vf.Agent(server.base_url, "m", seat).run(
+            RewriteBashTask(vf.TaskData(idx=0, prompt="Use bash to run `touch ran`."))
+        )
+    assert trace.ok, trace.errors
+    assert trace.stop_condition == "agent_completed"
+    assert [r.handler for r in trace.request_rewrites] == ["rewrite_git"]
+    assert seen[-1]["messages"][-1]["content"] == "This request is blocked."
+    assert trace.reward == 1.0  # the command never ran
+
+
+class NoGateBash(vf.BashHarness):
+    SUPPORTS_TOOL_INTERCEPTION = False
+
+
+async def test_a_pre_execution_rewrite_ends_a_rollout_whose_program_cannot_honour_it() -> None:
+    seen: list[dict[str, Any]] = []
+    seat = vf.AgentConfig(runtime={"type": "subprocess"})  # type: ignore[arg-type]
+    async with OpenAITestServer(responder=_bash_then_answer(seen, "touch ran")) as server:
+        agent = vf.Agent(server.base_url, "m", seat, harness=NoGateBash())
+        trace = await agent.run(RewriteBashTask(vf.TaskData(idx=0, prompt="run `touch ran`")))
+    assert trace.stop_condition == "rewrite_git"
+    assert trace.reward == 0.0 and len(seen) == 1
+
+
+class RedactTask(vf.Task[vf.TaskData]):
+    @vf.intercept
+    def redact(self, request: vf.Request) -> vf.Request | None:
+        last = request.messages[-1]
+        if isinstance(last, vf.ToolMessage) and "SECRET" in str(last.content):
+            clean = last.model_copy(update={"content": str(last.content).replace("SECRET", "[x]")})
+            return request.model_copy(update={"messages": [*request.messages[:-1], clean]})
+        return None
+
+    @vf.stop
+    def too_many(self, request: vf.Request) -> bool:
+        return sum(isinstance(m, vf.ToolMessage) for m in request.messages) > 2
+
+
+async def test_a_rewritten_tool_result_is_what_the_model_sees_on_every_later_request() -> None:
+    # the program keeps its own copy of the output and sends it again each turn: the model
+    # and the trace get the rewritten one each time, on one branch
+    seen: list[dict[str, Any]] = []
+    seat = vf.AgentConfig(harness=vf.BashHarnessConfig(), runtime={"type": "subprocess"})  # type: ignore[arg-type]
+    respond = _bash_then_answer(seen, "echo SECRET", "echo fine")
+    async with OpenAITestServer(responder=respond) as server:
+        trace = await vf.Agent(server.base_url, "m", seat).run(
+            RedactTask(vf.TaskData(idx=0, prompt="echo twice"))
+        )
+    assert trace.ok, trace.errors
+    results = [m for r in seen for m in r["messages"] if m["role"] == "tool"]
+    assert len(seen) == 3 and results and all("SECRET" not in m["content"] for m in results)
+    assert "[x]" in str(seen[-1]["messages"][-3]["content"])
+    assert [r.handler for r in trace.request_rewrites] == ["redact"]
+    assert len(trace.branches) == 1 and trace.stop_condition == "agent_completed"
+
+
+async def test_a_request_stop_ends_a_program_harness_run() -> None:
+    seen: list[dict[str, Any]] = []
+    seat = vf.AgentConfig(harness=vf.BashHarnessConfig(), runtime={"type": "subprocess"})  # type: ignore[arg-type]
+    respond = _bash_then_answer(seen, "echo a", "echo b", "echo c")
+    async with OpenAITestServer(responder=respond) as server:
+        trace = await vf.Agent(server.base_url, "m", seat).run(
+            RedactTask(vf.TaskData(idx=0, prompt="echo thrice"))
+        )
+    assert trace.stop_condition == "too_many"
+    assert len(seen) == 3  # the third result's request never reached the model

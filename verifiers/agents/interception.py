@@ -49,7 +49,8 @@ import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import orjson
 
@@ -137,6 +138,9 @@ class Channel:
         #: what the agent went over (budgets, read timeout): the first few, each a sentence
         self.limit_errors: list[str] = []
         self.model_name = "model"
+        #: answers ``POST .../tool`` (a program asking about a tool result before it records
+        #: it: ``{"phase": ..., "message": {...}}``) with a JSON decision; None: no such route
+        self.tool_hook: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
 
     def base_path(self) -> str:
         return f"/vf/{self.secret}/v1"
@@ -144,6 +148,11 @@ class Channel:
     def base_url(self, port: int, host: str = "127.0.0.1") -> str:
         """The OpenAI base URL for an agent reaching this channel through ``host:port``."""
         return f"http://{host}:{port}{self.base_path()}"
+
+    def tool_url(self, port: int, host: str = "127.0.0.1") -> str:
+        """Where a program posts its tool results for :attr:`tool_hook` (the secret as bearer
+        token, or in the path as here)."""
+        return f"http://{host}:{port}/vf/{self.secret}/tool"
 
     def anthropic_base_url(self, port: int, host: str = "127.0.0.1") -> str:
         """The Anthropic base URL (the SDKs add ``/v1/messages``) for the same channel."""
@@ -351,6 +360,9 @@ class Channel:
                 writer, 200, orjson.dumps({"object": "list", "data": [model]}), close=not keep
             )
             return None
+        elif route == b"/tool" and method == b"POST" and self.tool_hook is not None:
+            await self._answer_tool(writer, self.tool_hook, body, keep)
+            return None
         elif route not in (b"/v1/chat/completions", MESSAGES_ROUTE, RESPONSES_ROUTE):
             status = 404
             missing = (
@@ -375,6 +387,27 @@ class Channel:
         self.stats["refused"] += 1
         await write_response(writer, status, payload, close=not keep)
         return None
+
+    async def _answer_tool(
+        self,
+        writer: asyncio.StreamWriter,
+        hook: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+        body: bytearray,
+        keep: bool,
+    ) -> None:
+        """Answer a tool-result request with the hook's decision (400: a body that is not a
+        JSON object, or a hook that failed; the environment records why)."""
+        try:
+            request = orjson.loads(body)
+            if not isinstance(request, dict):
+                raise ValueError("the body must be a JSON object")
+            decision = await hook(request)
+        except Exception as e:  # the hook's own failure is kept by the environment
+            self.stats["refused"] += 1
+            payload = error_body(f"tool hook failed: {e}", "invalid_request_error", None)
+            await write_response(writer, 400, payload, close=not keep)
+            return
+        await write_response(writer, 200, orjson.dumps(decision), close=not keep)
 
     async def _queue_and_answer(
         self, writer: asyncio.StreamWriter, call: InterceptedCall, keep: bool

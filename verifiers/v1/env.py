@@ -140,6 +140,14 @@ class Env(ABC, Generic[ConfigT]):
         """Whether a finished episode counts as done (what a resume keeps)."""
         return episode.ok
 
+    async def start(self) -> None:
+        """Bring up what the env shares across its episodes (a task server ...): runs once,
+        before the first episode. A raise fails the run."""
+
+    async def stop(self) -> None:
+        """Tear down what :meth:`start` built, at :meth:`close`; it runs even when
+        :meth:`start` failed partway, so it must cope with a partial start."""
+
     # machinery
     def agents(
         self,
@@ -181,10 +189,23 @@ class Env(ABC, Generic[ConfigT]):
         return self._clients[key]
 
     async def close(self) -> None:
-        """Close the clients of seats with their own endpoint."""
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
+        """Stop what :meth:`start` started; close the clients of seats with their own
+        endpoint."""
+        started = self.__dict__.pop("_vf_started", None)
+        try:
+            if started is not None:
+                await self.stop()
+        finally:
+            clients, self._clients = list(self._clients.values()), {}
+            for client in clients:
+                await client.close()
+
+    async def _started(self) -> None:
+        """:meth:`start`, once (concurrent first episodes wait for the one start)."""
+        started = self.__dict__.get("_vf_started")
+        if started is None:
+            started = self.__dict__["_vf_started"] = asyncio.ensure_future(self.start())
+        await asyncio.shield(started)
 
     async def run_episode(self, task: Task[Any, Any, Any], agents: Agents) -> Episode:
         episode: Episode = Episode(
@@ -228,6 +249,7 @@ class Env(ABC, Generic[ConfigT]):
     ) -> Episode:
         """:meth:`run_episode` on fresh agents, rerun whole while the env's ``retries`` allow
         the failed episode's last error (its own, else its last trace's)."""
+        await self._started()
         budget = RetryBudget(self.config.retries)
         while True:
             episode = await self.run_episode(task, make_agents())

@@ -5,8 +5,8 @@ toolsets)."""
 from __future__ import annotations
 
 import asyncio
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Generic
+from abc import ABC
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from typing_extensions import TypeVar
 
@@ -30,6 +30,8 @@ from verifiers.v1.types import (
 
 if TYPE_CHECKING:
     from verifiers.v1.agent import Agent
+    from verifiers.v1.clients import ModelContext
+    from verifiers.v1.runtimes import ProgramResult
 
 __all__ = [
     "ConfigT",
@@ -70,6 +72,19 @@ class Harness(ABC, Generic[ConfigT]):
 
     name: str = ""
 
+    # what a harness says about itself (0.4.0's flags; read by the program API below)
+    APPENDS_SYSTEM_PROMPT: ClassVar[bool] = False
+    """Whether :meth:`resolve_prompt` keeps the task's system prompt apart (else it is folded
+    into a text prompt)."""
+    SUPPORTS_MCP: ClassVar[bool] = False
+    SUPPORTS_TOOL_INTERCEPTION: ClassVar[bool] = False
+    """Whether the program asks the rollout before running each tool call (its
+    ``tool_interception_url``), so an interceptor's result can stand in for the call."""
+    SUPPORTS_RESUME: ClassVar[bool] = False
+    EXECUTES_CODE: ClassVar[bool] = True
+    SUPPORTS_SKILLS: ClassVar[bool] = False
+    NEEDS_CONTAINER: ClassVar[bool] = True
+
     def __init__(self, config: ConfigT | None = None) -> None:
         if config is None:
             config = self.config_type().model_validate({"id": self.name} if self.name else {})  # type: ignore[assignment]
@@ -79,8 +94,63 @@ class Harness(ABC, Generic[ConfigT]):
     def config_type(cls) -> type[HarnessConfig]:
         return _type_arg(cls, HarnessConfig) or HarnessConfig
 
-    @abstractmethod
-    async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool: ...
+    async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool:
+        """One segment. A harness written to 0.4.0's program API defines :meth:`launch`
+        instead: it then runs as a program harness (its runtime, its model calls over the
+        rollout's interception channel; :mod:`verifiers.v1.harnesses.program`)."""
+        if type(self).launch is Harness.launch:
+            raise NotImplementedError(f"{type(self).__name__} defines neither run() nor launch()")
+        from verifiers.v1.harnesses.launched import launched
+
+        return await launched(self).run(task, trace, agent)
+
+    # 0.4.0's program API --------------------------------------------------------------
+
+    async def setup(self, runtime: Any) -> None:
+        """Provision the program in ``runtime`` before it is launched (a launch harness)."""
+
+    async def launch(
+        self,
+        ctx: ModelContext,
+        trace: Trace,
+        runtime: Any,
+        endpoint: str,
+        secret: str,
+        mcp_urls: dict[str, str],
+        data: TaskData,
+    ) -> ProgramResult:
+        """Run the harness's program in ``runtime`` to its end (0.4.0's program API): its model
+        calls go to ``endpoint`` (an OpenAI base URL) with ``secret`` as the API key;
+        ``mcp_urls`` are MCP servers of the task's tools it may reach (none here: the task's
+        toolsets are offered to the model next to the program's own tools and run by the
+        rollout, out of the program's sight); ``data`` is the task's data."""
+        raise NotImplementedError
+
+    def resolve_prompt(self, data: TaskData) -> tuple[str | None, str | Messages | None]:
+        """The system prompt and the prompt to hand the program: the task's system prompt
+        apart where :attr:`APPENDS_SYSTEM_PROMPT`, else folded in front of a text prompt
+        (a message-list prompt with a system prompt cannot be folded: TypeError)."""
+        prompt, system = data.prompt, data.system_prompt
+        if system is None or self.APPENDS_SYSTEM_PROMPT:
+            return (system if self.APPENDS_SYSTEM_PROMPT else None), prompt
+        if not isinstance(prompt, str):
+            raise TypeError(
+                f"harness {self.config.id!r} cannot fold a system prompt into a "
+                f"{'message-list' if prompt is not None else 'missing'} prompt; set "
+                "APPENDS_SYSTEM_PROMPT to pass it apart"
+            )
+        return None, f"{system}\n\n{prompt}"
+
+    def resolve_text_prompt(self, data: TaskData) -> tuple[str | None, str | None]:
+        """As :meth:`resolve_prompt`, for a program that takes text only (ValueError for a
+        message-list prompt)."""
+        system, prompt = self.resolve_prompt(data)
+        if prompt is not None and not isinstance(prompt, str):
+            raise ValueError(
+                f"harness {self.config.id!r} takes a text prompt only; this task's prompt is "
+                "a list of messages"
+            )
+        return system, prompt
 
     def session(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> HarnessSession:
         """The live harness of one rollout (:class:`verifiers.v1.rollout.Rollout` runs its
@@ -132,6 +202,8 @@ class NullHarness(Harness[NullHarnessConfig]):
     ``@vf.stop`` hook fires, the model stops calling tools, or ``max_turns`` is reached."""
 
     name = "null"
+    EXECUTES_CODE = False
+    NEEDS_CONTAINER = False
 
     async def run(self, task: Task[Any, Any, Any], trace: Trace, agent: Agent) -> bool:
         if not any(m.role == "user" for m in trace.messages):
@@ -139,7 +211,7 @@ class NullHarness(Harness[NullHarnessConfig]):
                 f"task {type(task).__name__} (idx {task.data.idx}) has no user message to answer; "
                 "give it a prompt, or open the conversation with an interaction turn"
             )
-        from verifiers.v1.mcp.toolset import toolsets_of
+        from verifiers.v1.mcp.toolset import rollout_tools, toolsets_of
 
         stops = trace_stops(task)
         available: dict[str | type, Any] = {
@@ -148,7 +220,7 @@ class NullHarness(Harness[NullHarnessConfig]):
             "state": trace.state,
         }
         toolsets = toolsets_of(task)
-        tools = [t for toolset in toolsets for t in toolset.tools()]
+        tools, owners = await rollout_tools(toolsets, trace.state)
         if tools and not trace.tools:
             trace.tools = tools
         while True:
@@ -171,18 +243,18 @@ class NullHarness(Harness[NullHarnessConfig]):
                     "the model called a tool but the null harness offers none; give the task "
                     "toolsets, the agent a harness with tools, or make the task single-turn"
                 )
-            await _run_tool_calls(last.tool_calls, toolsets, trace, task)
+            await _run_tool_calls(last.tool_calls, owners, trace, task)
 
 
 async def _run_tool_calls(
-    calls: list[ToolCall], toolsets: list[Any], trace: Trace, task: Task[Any, Any, Any]
+    calls: list[ToolCall], owners: dict[str, Any], trace: Trace, task: Task[Any, Any, Any]
 ) -> None:
     """Run one assistant turn's tool calls concurrently (in the task's toolsets, with the
     trace's state); each result, or a tool's error, becomes the call's tool message, after
     the task's request interceptors saw it."""
 
     async def one(call: ToolCall) -> str:
-        owner = next((t for t in toolsets if t.has(call.name)), None)
+        owner = owners.get(call.name)
         if owner is None:
             return f"error: no tool {call.name!r}"
         try:

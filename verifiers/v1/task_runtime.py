@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["TaskRuntime", "close_task_runtime", "open_task_runtime", "task_runtime_config"]
 
 SCRIPTS_DIR = ".vf-scripts"
+_HOST_NETWORK_VARS = frozenset(
+    {"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
+)
 
 
 class TaskRuntime(Runtime):
@@ -53,6 +56,21 @@ class TaskRuntime(Runtime):
         data = await super().read(path)
         return data if max_bytes is None else data[:max_bytes]
 
+    program_timeout: float = 3600.0
+    """Seconds :meth:`run_program` lets a harness's main program run."""
+
+    async def run_program(self, argv: Sequence[str], env: Mapping[str, str]) -> ProgramResult:
+        """Run a harness's main program (the rollout's agent) to completion: as :meth:`run`,
+        under :attr:`program_timeout` rather than a command's limit."""
+        return await self.run(argv, env, timeout=self.program_timeout)
+
+    async def alive(self) -> bool:
+        """Whether the runtime still runs commands."""
+        try:
+            return (await self.run(["true"], {})).exit_code == 0
+        except Exception:
+            return False
+
     async def prepare_uv_script(
         self, script: str | bytes, env: Mapping[str, str] | None = None, *, activate: bool = True
     ) -> list[str]:
@@ -65,15 +83,46 @@ class TaskRuntime(Runtime):
                 await self.run(["mkdir", "-p", SCRIPTS_DIR], dict(env or {}))
                 await self.write(path, data)
                 quoted = shlex.quote(path)
+                path_env = self._uv_path()
                 result = await self.run(
-                    ["sh", "-c", f"uv sync --script {quoted} -q --no-config"], dict(env or {})
+                    ["sh", "-c", f"{path_env}uv sync --script {quoted} -q --no-config"],
+                    dict(env or {}),
                 )
                 if result.exit_code != 0:
                     raise RuntimeError(
                         f"failed to prepare uv script: {result.stderr.strip()[-2000:]}"
                     )
-                self._uv_argv[path] = ["uv", "run", "-q", "--no-config", "--script", path]
+                self._uv_argv[path] = [
+                    "sh", "-c", f'{path_env}exec uv run -q --no-config --script "$@"', "uv-script",
+                    path,
+                ]  # fmt: skip
         return list(self._uv_argv[path])
+
+    def _uv_path(self) -> str:
+        """The shell prefix that lets ``uv`` run here: ``~/.local/bin`` (where uv installs
+        itself) on the PATH; in a ``subprocess`` runtime (the host itself, isolating nothing)
+        also the host's uv (next to this Python, or on this process's PATH), its cache and
+        its TLS and proxy settings, so a script's dependencies resolve as on the host."""
+        import os
+
+        dirs = ["$HOME/.local/bin"]
+        exports: dict[str, str] = {}
+        if self.type == "subprocess":
+            import shutil
+            import sys
+
+            beside = os.path.join(os.path.dirname(sys.executable), "uv")
+            found = beside if os.path.exists(beside) else shutil.which("uv")
+            if found:
+                dirs.insert(0, shlex.quote(os.path.dirname(found)))
+            cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+            exports["UV_CACHE_DIR"] = os.environ.get("UV_CACHE_DIR") or os.path.join(cache, "uv")
+            for name, value in os.environ.items():
+                upper = name.upper()
+                if upper.startswith("UV_") or upper in _HOST_NETWORK_VARS:
+                    exports.setdefault(name, value)
+        assigned = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted(exports.items()))
+        return f'export PATH="{":".join(dirs)}:$PATH" {assigned}; '
 
     async def run_uv_script(
         self,

@@ -24,19 +24,20 @@ from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypeVar
 
 from verifiers.errors import SandboxError
-from verifiers.v1.boundaries import response_stop, trace_stops
+from verifiers.v1.boundaries import ProgramBoundary, response_stop, trace_stops
 from verifiers.v1.configs.harness import HarnessConfig
 from verifiers.v1.decorators import invoke_all
 from verifiers.v1.errors import HarnessError, ModelError
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.harness import Harness
-from verifiers.v1.mcp.toolset import toolsets_of
+from verifiers.v1.mcp.toolset import rollout_tools, toolsets_of
 from verifiers.v1.runtimes import BwrapConfig, Runtime, RuntimeConfig, make_runtime
 from verifiers.v1.task import _type_arg
 from verifiers.v1.trace import ModelCall, TimeSpan
 from verifiers.v1.types import (
     AssistantMessage,
     Message,
+    Request,
     Tool,
     ToolCall,
     Usage,
@@ -53,7 +54,13 @@ if TYPE_CHECKING:
     from verifiers.v1.task_runtime import TaskRuntime
     from verifiers.v1.trace import Trace
 
-__all__ = ["SOCKET_INSIDE", "ProgramHarness", "ProgramHarnessConfig", "ProgramHarnessConfigT"]
+__all__ = [
+    "SOCKET_INSIDE",
+    "ProgramHarness",
+    "ProgramHarnessConfig",
+    "ProgramHarnessConfigT",
+    "message_key",
+]
 
 SOCKET_INSIDE = "/run/vf/model.sock"
 _TAIL = 1 << 14
@@ -114,7 +121,7 @@ def _arguments_key(arguments: str) -> str:
         return arguments
 
 
-def _key(message: Message) -> tuple[Any, ...]:
+def message_key(message: Message) -> tuple[Any, ...]:
     """What identifies a message when matching a program's request against the trace."""
     calls: tuple[Any, ...] = ()
     if isinstance(message, AssistantMessage):
@@ -127,14 +134,14 @@ def _record_prompt(trace: Trace, prompt: list[Message], tools: list[Tool]) -> No
     does not extend it (the program rewrote its history) starts a new branch. Before the first
     model call, the program's opening replaces the trace's seeded one."""
     current = trace.messages
-    if not any(n.sampled for n in trace.nodes) and [_key(m) for m in current] != [
-        _key(m) for m in prompt[: len(current)]
+    if not any(n.sampled for n in trace.nodes) and [message_key(m) for m in current] != [
+        message_key(m) for m in prompt[: len(current)]
     ]:
         trace.nodes.clear()
         current = []
     shared = 0
     for have, want in zip(current, prompt, strict=False):
-        if _key(have) != _key(want):
+        if message_key(have) != message_key(want):
             break
         shared += 1
     if shared < len(current):  # a new branch from the root
@@ -148,11 +155,26 @@ def _record_prompt(trace: Trace, prompt: list[Message], tools: list[Tool]) -> No
         trace.nodes[index].tools = tools
 
 
+_Hidden = dict[int, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]]
+"""Toolset exchanges the program never saw: by the program's message count where they go,
+the keys of the program's messages before them, and the exchange's wire messages."""
+
+
 class ProgramHarness(Harness[ProgramHarnessConfigT]):
     """A harness whose agent is a program run in a runtime, its model calls intercepted.
     Subclasses say what to run (:meth:`command`) and may upload files first (:meth:`prepare`);
     their own knobs live on a :class:`ProgramHarnessConfig` subclass
-    (``ProgramHarness[MyConfig]``)."""
+    (``ProgramHarness[MyConfig]``).
+
+    The task's request interceptors and request stops see every request the program makes
+    and every reply's tool calls before the program gets them
+    (:class:`~verifiers.v1.boundaries.ProgramBoundary`). A program that asks before running
+    each tool call (``SUPPORTS_TOOL_INTERCEPTION``: it posts ``{tool_call_id, name,
+    arguments}`` to ``$VF_TOOL_INTERCEPTION_URL``, given when the task has such hooks)
+    records an interceptor's result instead of running a call; with any other program such a
+    rewrite ends the rollout."""
+
+    EXECUTES_CODE = True
 
     def __init__(self, config: ProgramHarnessConfigT | None = None) -> None:
         super().__init__(config)
@@ -285,7 +307,11 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         if lease is not None:  # the rollout's runtime, already started
             runtime, channel, port = lease
         else:
-            runtime = make_runtime(self.runtime_config(agent))
+            from verifiers.v1.task_runtime import TaskRuntime
+
+            config = self.runtime_config(agent)
+            local = config.type in ("subprocess", "bwrap", "docker")
+            runtime = TaskRuntime(config) if local else make_runtime(config)
             channel, port = await self._connect(server, runtime)
         procs: list[SandboxProcess] = []
         watcher: asyncio.Task[int] | None = None
@@ -293,12 +319,11 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         try:
             if port is None:
                 port = await self._relay(runtime, runtime.config, channel, procs)
+            boundary = ProgramBoundary(task, trace, gates_tools=self.SUPPORTS_TOOL_INTERCEPTION)
+            watching = boundary.watching
             await self.prepare(runtime, task, trace, agent)
-            argv, env = self.command(task, trace, agent)
             base_url = channel.base_url(port)
-            env = {
-                **self.config.resolved_env,
-                **env,
+            channel_env = {
                 "OPENAI_BASE_URL": base_url,
                 "OPENAI_API_BASE": base_url,
                 "OPENAI_API_KEY": channel.secret,
@@ -307,20 +332,32 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 "ANTHROPIC_API_KEY": channel.secret,
                 "ANTHROPIC_MODEL": agent.model,
             }
-            proc = await runtime.spawn(argv, env=env)
-            procs.append(proc)
-            watcher = asyncio.ensure_future(self._watch(proc, tail))
+            if watching and self.SUPPORTS_TOOL_INTERCEPTION:
+                channel.tool_hook = self._tool_hook(boundary)
+                channel_env["VF_TOOL_INTERCEPTION_URL"] = channel.tool_url(port)
+            watcher = await self._start_program(
+                runtime, task, trace, agent, channel_env, tail, procs
+            )
             deadline = time.monotonic() + self.config.timeout
             toolsets = toolsets_of(task)
-            hidden: dict[int, list[dict[str, Any]]] = {}
+            hidden: _Hidden = {}
             while True:
                 call = await self._next_call(channel, watcher, deadline)
                 if call is None:
                     break
-                if await self._answer(call, task, trace, agent, toolsets, hidden):
+                if trace.stop_condition is not None:  # a tool hook stopped the rollout
+                    call.fail(503, "the rollout is over", "rollout_finished")
                     return True
+                boundary_or_none = boundary if watching else None
+                if await self._answer(call, task, trace, agent, toolsets, hidden, boundary_or_none):
+                    return True
+            if boundary.error is not None:
+                raise boundary.error
+            if trace.stop_condition is not None:  # a tool hook stopped it; the program quit
+                return True
             return self._ended(channel, watcher, tail, trace)
         finally:
+            channel.tool_hook = None
             for proc in procs:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(proc.kill(), 10.0)
@@ -330,6 +367,41 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                     await watcher
             if lease is None:
                 await self._teardown(server, channel, runtime)
+
+    async def _start_program(
+        self,
+        runtime: Runtime,
+        task: Task[Any, Any, Any],
+        trace: Trace,
+        agent: Agent,
+        channel_env: dict[str, str],
+        tail: bytearray,
+        procs: list[SandboxProcess],
+    ) -> asyncio.Task[int]:
+        """Start the program (:meth:`command`, its model calls pointed at the channel by
+        ``channel_env``); a task that ends with its exit status, keeping its output's tail."""
+        argv, env = self.command(task, trace, agent)
+        proc = await runtime.spawn(argv, env={**self.config.resolved_env, **env, **channel_env})
+        procs.append(proc)
+        return asyncio.ensure_future(self._watch(proc, tail))
+
+    @staticmethod
+    def _tool_hook(boundary: ProgramBoundary) -> Any:
+        """The channel's tool route for ``boundary``: ``{tool_call_id, name, arguments}`` in,
+        the verdict out (``{"action": "allow" | "deny" | "stop", "message"?, "reason"?}``)."""
+
+        async def hook(request: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return boundary.decide(
+                    str(request.get("tool_call_id", "")),
+                    request.get("name") if isinstance(request.get("name"), str) else None,
+                    request.get("arguments"),
+                )
+            except Exception as exc:
+                boundary.error = exc
+                raise
+
+        return hook
 
     def _ended(
         self, channel: Channel, watcher: asyncio.Task[int], tail: bytearray, trace: Trace
@@ -432,7 +504,8 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         trace: Trace,
         agent: Agent,
         toolsets: list[Any],
-        hidden: dict[int, list[dict[str, Any]]],
+        hidden: _Hidden,
+        boundary: ProgramBoundary | None = None,
     ) -> bool:
         """Answer one intercepted request with model calls recorded on the trace; True when
         the rollout is over (a stop hook fired or the turn cap was reached).
@@ -440,10 +513,11 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         The task's toolsets are offered next to the program's own tools; a reply that calls
         only toolset tools is run here (in this process, with the rollout's state) and the
         model asked again, so the program never sees that exchange. It is spliced back into
-        every later request of the program (``hidden``, by the program's message count), so
-        the model and the trace keep it."""
+        every later request of the program that extends the one it answered (``hidden``: by
+        the program's message count and the messages before it), so the model and the trace
+        keep it; a program that rewrote its history (a new context) gets none."""
         own = [t for t in call.tools or [] if isinstance(t.get("function"), dict)]
-        extra = [t for toolset in toolsets for t in toolset.tools()]
+        extra, owners = await rollout_tools(toolsets, trace.state)
         schemas = own + [
             {
                 "type": "function",
@@ -465,11 +539,17 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
         ] + extra
         if tools and not trace.tools:
             trace.tools = tools
+        keys = [message_key(message_from_wire(m)) for m in call.messages]
+
+        def spliced(at: int) -> list[dict[str, Any]]:
+            entry = hidden.get(at)
+            return entry[1] if entry is not None and entry[0] == keys[:at] else []
+
         prompt: list[dict[str, Any]] = []
         for i, message in enumerate(call.messages):
-            prompt.extend(hidden.get(i, []))
+            prompt.extend(spliced(i))
             prompt.append(message)
-        prompt.extend(hidden.get(len(call.messages), []))
+        prompt.extend(spliced(len(call.messages)))
         owned = {t.name for t in extra}
         while True:
             cap = agent.cap_reached(trace)
@@ -477,11 +557,22 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                 call.fail(400, f"the rollout reached its {cap} cap", f"{cap}_reached")
                 trace.stop(cap)
                 return True
-            _record_prompt(trace, [message_from_wire(m) for m in prompt], tools)
+            messages = [message_from_wire(m) for m in prompt]
+            if boundary is not None:
+                prompt, messages, stopped = await self._intercept(boundary, prompt, messages, tools)
+                if stopped is not None:
+                    _record_prompt(trace, messages, tools)
+                    call.fail(400, f"rollout stopped: {stopped}", "rollout_finished")
+                    trace.stop(stopped)
+                    return True
+                boundary.consume(messages)
+            _record_prompt(trace, messages, tools)
             response = await self._sample(call, trace, agent, prompt, schemas or None, tools)
             stopped = await response_stop(task, trace, agent.model)  # before the program sees it
+            if stopped is None and boundary is not None:
+                stopped = await boundary.gate_calls()
             if stopped is not None:
-                call.fail(503, "the rollout is over", "rollout_finished")
+                call.fail(400, f"rollout stopped: {stopped}", "rollout_finished")
                 trace.stop(stopped)
                 return True
             calls = response.tool_calls
@@ -496,9 +587,14 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
             reply = trace.last_message
             assert isinstance(reply, AssistantMessage) and reply.tool_calls
             for tool_call in reply.tool_calls:
-                owner = next(t for t in toolsets if t.has(tool_call.name))
+                owner = owners[tool_call.name]
+                verdict = boundary.verdict(tool_call.id) if boundary is not None else None
                 try:
-                    out = str(await owner.call(tool_call.name, tool_call.arguments, trace.state))
+                    out = (
+                        content_text(verdict.content)
+                        if verdict is not None
+                        else str(await owner.call(tool_call.name, tool_call.arguments, trace.state))
+                    )
                 except Exception as exc:
                     out = f"error: {type(exc).__name__}: {exc}"
                 turn.append(
@@ -509,8 +605,32 @@ class ProgramHarness(Harness[ProgramHarnessConfigT]):
                         "content": out,
                     }
                 )
-            hidden.setdefault(len(call.messages), []).extend(turn)
+            at = len(call.messages)
+            if at in hidden and hidden[at][0] == keys:
+                hidden[at][1].extend(turn)
+            else:
+                hidden[at] = (keys, turn)
             prompt.extend(turn)
+
+    @staticmethod
+    async def _intercept(
+        boundary: ProgramBoundary,
+        prompt: list[dict[str, Any]],
+        messages: list[Message],
+        tools: list[Tool],
+    ) -> tuple[list[dict[str, Any]], list[Message], str | None]:
+        """The program's request after the boundary (pinned results, the task's request
+        interceptors): its wire messages, its messages and the request stop that fired."""
+        from verifiers.v1.dialects.chat import message_to_wire
+
+        request, stopped = await boundary.request(Request(messages=messages, tools=tools or None))
+        after = list(request.messages)
+        if after != messages:
+            prompt = [
+                raw if new == old else message_to_wire(new)
+                for raw, old, new in zip(prompt, messages, after, strict=True)
+            ]
+        return prompt, after, stopped
 
     async def _sample(
         self,

@@ -10,6 +10,9 @@ __all__ = ["TOOL_LOOP_PROGRAM"]
 #: makes, and ends when the model answers without calling a tool or after ``max_steps`` calls.
 #: Input keys: ``messages`` (the opening conversation), ``tools`` (names), ``max_steps``,
 #: ``command_timeout`` (seconds per bash command), ``max_output`` (characters kept per result).
+#: With ``$VF_TOOL_INTERCEPTION_URL`` set, the program asks there before running each call
+#: (``{tool_call_id, name, arguments}``): ``deny`` gives the result to record instead of running
+#: it, ``stop`` ends the program.
 TOOL_LOOP_PROGRAM = r"""
 import json, os, subprocess, sys, urllib.error, urllib.request
 
@@ -61,6 +64,29 @@ def edit(args):
 RUN = {"bash": bash, "edit": edit}
 
 
+HOOK = os.environ.get("VF_TOOL_INTERCEPTION_URL")
+
+
+def gate(call):
+    fn = call.get("function", {})
+    try:
+        arguments = json.loads(fn.get("arguments") or "{}")
+    except ValueError:
+        arguments = fn.get("arguments")
+    body = json.dumps({"tool_call_id": call.get("id", ""), "name": fn.get("name", ""),
+                       "arguments": arguments}).encode()
+    req = urllib.request.Request(HOOK, data=body, headers=HEADERS)
+    try:
+        with urllib.request.urlopen(req, timeout=3600) as r:
+            decision = json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        sys.stderr.write("tool gate failed: HTTP %d %s\n" % (e.code, e.read()[:500]))
+        sys.exit(3)
+    if decision.get("action") == "stop":
+        sys.exit(0)
+    return decision
+
+
 def ask(messages):
     body = json.dumps({"model": MODEL, "messages": messages, "tools": TOOLS}).encode()
     req = urllib.request.Request(BASE + "/chat/completions", data=body, headers=HEADERS)
@@ -87,6 +113,11 @@ for _ in range(int(cfg.get("max_steps", 50))):
     for call in calls:
         fn = call.get("function", {})
         name = fn.get("name", "")
+        if HOOK:
+            decision = gate(call)
+            if decision.get("action") == "deny":
+                messages.append(decision["message"])
+                continue
         try:
             out = RUN[name](json.loads(fn.get("arguments") or "{}"))
         except KeyError as e:

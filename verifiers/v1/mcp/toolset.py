@@ -30,6 +30,7 @@ __all__ = [
     "ToolError",
     "Toolset",
     "ToolsetConfig",
+    "rollout_tools",
     "tool",
     "toolsets_of",
 ]
@@ -188,6 +189,11 @@ class Toolset(Generic[ConfigT, StateT]):
 
     def has(self, name: str) -> bool:
         return name in self._table()
+
+    async def tools_for(self, state: State | None) -> list[Tool]:
+        """The tools offered to one rollout (``state`` its state): :meth:`tools` unless a
+        toolset's tools depend on the rollout (a session it opened in setup)."""
+        return self.tools()
 
     async def call(self, name: str, arguments: str | dict[str, Any], state: State | None) -> str:
         """Run tool ``name`` with ``arguments`` (JSON text or a dict), ``self.state`` bound to
@@ -364,6 +370,22 @@ def _schema(listed: Any) -> dict[str, Any]:
         if isinstance(prop, dict):
             prop.pop("title", None)
     return schema
+
+
+async def rollout_tools(
+    toolsets: list[Any], state: State | None
+) -> tuple[list[Tool], dict[str, Any]]:
+    """The tools ``toolsets`` offer one rollout and which toolset owns each name (the first
+    that offers it)."""
+    tools: list[Tool] = []
+    owners: dict[str, Any] = {}
+    for toolset in toolsets:
+        listing = getattr(toolset, "tools_for", None)
+        offered = await listing(state) if listing is not None else toolset.tools()
+        for one in offered:
+            tools.append(one)
+            owners.setdefault(one.name, toolset)
+    return tools, owners
 
 
 def toolsets_of(task: Any) -> list[Any]:

@@ -45,6 +45,9 @@ class BashHarnessConfig(ProgramHarnessConfig):
 
 class BashHarness(ProgramHarness[BashHarnessConfig]):
     name = "bash"
+    SUPPORTS_TOOL_INTERCEPTION = True
+    SUPPORTS_MCP = True
+    NEEDS_CONTAINER = False
 
     def runtime_config(self, agent: Agent) -> RuntimeConfig:
         """As :meth:`ProgramHarness.runtime_config`; the first time a process runs the bash
