@@ -118,6 +118,10 @@ async def main(module, phrases, base_url, warm, n):
     env_cls = next((c for c in classes if issubclass(c, vf.Env)), vf.SingleAgentEnv)
     config = taskset_cls.config_type()(**({"phrases": phrases} if phrases else {}))
     env = env_cls(taskset_cls(config))
+    from verifiers.v1.configs.agent import agent_config_fields
+    for name, seat in agent_config_fields(env.config).items():  # the in-process null harness
+        if seat.harness is None:
+            setattr(env.config, name, seat.model_copy(update={"harness": vf.NullHarnessConfig()}))
     client = NativeClient(base_url)
     tasks = list(env.tasks())
     async def batch(k):

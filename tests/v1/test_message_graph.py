@@ -182,3 +182,25 @@ def test_prepare_turn_sees_nodes_added_or_replaced_outside_the_graph() -> None:
     trace.nodes = [graph.MessageNode(message=vf.UserMessage(content="other"))]
     assert graph.prepare_turn(trace, [user, reply]).prefix_node_ids == []
     assert graph.prepare_turn(trace, [vf.UserMessage(content="other")]).prefix_node_ids == [0]
+
+
+def test_a_recorded_prompt_reuses_existing_nodes_and_only_extends_the_newest_one_fresh() -> None:
+    trace = _trace()
+    system, user = vf.SystemMessage(content="s"), vf.UserMessage(content="u")
+    graph.prepare_turn(trace, [system, user]).commit_prompt()
+    assert [(n.parent, n.message) for n in trace.nodes] == [(None, system), (0, user)]
+    # the same opening again walks the stored nodes (through the graph's index): nothing added
+    graph.prepare_turn(trace, [system, user]).commit_prompt()
+    assert len(trace.nodes) == 2
+    # a prompt that leaves the stored path at the root's child reuses the root, forks there
+    other = vf.UserMessage(content="other")
+    turn = graph.prepare_turn(trace, [system, other])
+    turn.commit_prompt()
+    assert [(n.parent, n.message) for n in trace.nodes][2:] == [(0, other)]
+    # a turn continuing the newest branch adds each message after the newest node, even one
+    # equal to a message stored elsewhere in the graph
+    graph.continue_branch(trace, [user, user]).commit_prompt()
+    assert [(n.parent, n.message) for n in trace.nodes][3:] == [(2, user), (3, user)]
+    assert trace.messages == [system, other, user, user]
+    # the index built later still sees every node
+    assert graph.prepare_turn(trace, [system, other, user, user]).prefix_node_ids == [0, 2, 3, 4]

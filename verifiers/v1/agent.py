@@ -82,6 +82,12 @@ class Agent:
         cfg = self.config
         if cfg.max_turns is not None and trace.num_turns >= cfg.max_turns:
             return "max_turns"
+        if (
+            cfg.max_output_tokens is None
+            and cfg.max_input_tokens is None
+            and cfg.max_total_tokens is None
+        ):
+            return None
         usage = trace.usage
         if usage is None:
             return None

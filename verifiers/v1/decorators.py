@@ -179,6 +179,8 @@ async def invoke_all(
 ) -> list[Any]:
     """Call each hook concurrently with the arguments it names (``task``, ``trace``,
     ``runtime``, ``state`` ...), in the order given."""
+    if len(fns) <= 1:  # nothing to run alongside: no task per hook
+        return [await call_hook(fn, available) for fn in fns]
     return list(await asyncio.gather(*(call_hook(fn, available) for fn in fns)))
 
 

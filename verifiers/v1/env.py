@@ -20,6 +20,7 @@ from verifiers.v1.configs.agent import agent_config_fields, resolve_agent
 from verifiers.v1.configs.retries import RetryBudget
 from verifiers.v1.errors import AgentError, EnvError, V1Error
 from verifiers.v1.harness import Harness, harness_for
+from verifiers.v1.rollout import deadline
 from verifiers.v1.task import Task, _type_arg
 from verifiers.v1.taskset import Taskset
 from verifiers.v1.trace import AgentInfo, EnvInfo, Episode, Trace, TraceTask
@@ -214,7 +215,7 @@ class Env(ABC, Generic[ConfigT]):
         )
         stage = "setup"
         try:
-            async with asyncio.timeout(self.config.timeout.episode):
+            async with deadline(self.config.timeout.episode):
                 await self.setup(agents)
                 stage = "run"
                 await self.run(task, agents)
@@ -225,7 +226,7 @@ class Env(ABC, Generic[ConfigT]):
                     "one agent run"
                 )
             stage = "finalize"
-            async with asyncio.timeout(self.config.timeout.finalize):
+            async with deadline(self.config.timeout.finalize):
                 await self.finalize(task, episode)
         except asyncio.CancelledError:
             raise

@@ -49,6 +49,7 @@ __all__ = [
     "node_key",
     "path",
     "prepare_turn",
+    "private_attrs",
     "tools_hash",
 ]
 
@@ -57,6 +58,14 @@ RECORD_FLOAT_DECIMALS = 4
 ``reference_logprobs``) keep in a JSON record (``Trace.to_record``, ``Episode.to_record``,
 whose ``float_decimals`` overrides it; None keeps every digit): a logprob stays within 1e-4 of
 what the trainer saw. The serve wire keeps full precision."""
+
+
+def private_attrs(model: BaseModel) -> dict[str, Any]:
+    """``model``'s private attributes, as the dict pydantic keeps them in: reading
+    ``model._name`` goes through ``BaseModel.__getattr__`` (microseconds, on the hot path)."""
+    private = model.__pydantic_private__
+    assert private is not None
+    return private
 
 
 class MessageNode(BaseModel):
@@ -256,22 +265,25 @@ def _index(trace: Trace[Any, Any, Any]) -> dict[NodeKey, list[int]]:
     """Node key -> the nodes with that key, oldest first (the last is the one a new prompt
     follows), brought up to date with ``trace.nodes``. Nodes are only ever appended; a
     replaced node list, or one whose indexed nodes were swapped out, is indexed afresh."""
-    index: dict[NodeKey, list[int]] = trace._node_index
+    private = private_attrs(trace)
+    index: dict[NodeKey, list[int]] = private["_node_index"]
     nodes = trace.nodes
-    indexed_list, last = trace._node_index_at  # the list indexed, its last node indexed
+    indexed_list, last = private["_node_index_at"]  # the list indexed, its last node indexed
     seen = last + 1
     if (
         indexed_list is not nodes
         or seen > len(nodes)
-        or (seen > 0 and trace._node_index_last is not nodes[last])
+        or (seen > 0 and private["_node_index_last"] is not nodes[last])
     ):
         index.clear()
         seen = 0
+    if seen == len(nodes):
+        return index
     for at in range(seen, len(nodes)):
         node = nodes[at]
         index.setdefault(node_key(node.parent, node.message, node.tools), []).append(at)
-    trace._node_index_at = (nodes, len(nodes) - 1)
-    trace._node_index_last = nodes[-1] if nodes else None
+    private["_node_index_at"] = (nodes, len(nodes) - 1)
+    private["_node_index_last"] = nodes[-1] if nodes else None
     return index
 
 
@@ -384,12 +396,18 @@ class PendingTurn:
     def commit_prompt(self) -> None:
         """Record the prompt of a turn that ended before the model was called."""
         parent = self.prefix_node_ids[-1] if self.prefix_node_ids else None
+        nodes = self.trace.nodes
         for message in self.tail:
-            found = _find_node(self.trace, node_key(parent, message, self.tools), lambda n: True)
-            if found:
-                parent = found[0]
-                continue
-            self.trace.nodes.append(
+            # Nodes follow their parents, so the newest node (or an empty graph's root) has no
+            # child yet to reuse: only another parent needs the graph's index.
+            if nodes and parent != len(nodes) - 1:
+                found = _find_node(
+                    self.trace, node_key(parent, message, self.tools), lambda n: True
+                )
+                if found:
+                    parent = found[0]
+                    continue
+            nodes.append(
                 MessageNode(
                     parent=parent, message=message, tools=self.tools if parent is None else []
                 )
@@ -409,12 +427,12 @@ def prepare_turn(
 ) -> PendingTurn:
     """Resolve how much of ``prompt`` (rendered with ``tools``) the graph already holds; the
     trace is not changed until the returned turn commits."""
-    index = _index(trace)
     tools = list(tools or [])
     parent: int | None = None
     prefix: list[int] = []
     length = 0
-    for message in prompt:
+    index = _index(trace) if trace.nodes else {}  # an empty graph holds none of the prompt
+    for message in prompt if index else ():
         variants = index.get(node_key(parent, message, tools))
         if not variants:
             break

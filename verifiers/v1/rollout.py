@@ -32,7 +32,23 @@ if TYPE_CHECKING:
     from verifiers.v1.configs.agent import TimeoutConfig
     from verifiers.v1.task import Task
 
-__all__ = ["Rollout", "RolloutTimeouts"]
+__all__ = ["Rollout", "RolloutTimeouts", "deadline"]
+
+
+def deadline(
+    seconds: float | None = None, *, at: float | None = None
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    """``asyncio.timeout(seconds)`` (or ``asyncio.timeout_at(at)``); with no limit, a context
+    that does nothing (what an unlimited ``asyncio.timeout`` does, without its bookkeeping on
+    every stage of every rollout)."""
+    if at is not None:
+        return asyncio.timeout_at(at)
+    if seconds is not None:
+        return asyncio.timeout(seconds)
+    return _NO_DEADLINE
+
+
+_NO_DEADLINE: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -145,7 +161,7 @@ class Rollout:
                     "so there is no user message to answer; give it a prompt, or drive it "
                     "through agent.interaction() and open it with turn(message)"
                 )
-            async with asyncio.timeout(self._timeouts.setup):
+            async with deadline(self._timeouts.setup):
                 if (
                     self._collect_artifacts
                     or hooks_need_runtime(self.task)
@@ -193,7 +209,7 @@ class Rollout:
         remaining = self._agent_time_remaining
         self.deadline_at = None if remaining is None else started + max(0.0, remaining)
         try:
-            async with asyncio.timeout_at(self.deadline_at):
+            async with deadline(at=self.deadline_at):
                 await session.turn(messages)
         except TimeoutError as exc:
             # Only the expired budget is the agent's timeout; a harness's own I/O timing out
@@ -284,7 +300,7 @@ class Rollout:
         limit: float | None = getattr(self._timeouts, stage)
         span.start = time.time()
         try:
-            async with asyncio.timeout(limit):
+            async with deadline(limit):
                 await hook(self.trace)
         except TimeoutError:
             self.timeout(stage)

@@ -17,7 +17,7 @@ from typing_extensions import TypeVar
 from verifiers.v1.branch import Branch
 from verifiers.v1.configs import AgentConfig
 from verifiers.v1.configs.agent import WireAgentConfig
-from verifiers.v1.graph import RECORD_FLOAT_DECIMALS, MessageNode
+from verifiers.v1.graph import RECORD_FLOAT_DECIMALS, MessageNode, private_attrs
 from verifiers.v1.run_info import GroupInfo, RunInfo
 from verifiers.v1.semantic import ACPInfo, ParentLink, SemanticEdgeSet
 from verifiers.v1.state import State, StateT
@@ -223,7 +223,9 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
     """Placeholder token id -> modality marker (1 image, 2 video) of the multimodal renderer
     that tokenized the trace (``Branch.mm_token_type_ids``); empty for text-only renderers."""
     _node_index: dict[Any, list[int]] = PrivateAttr(default_factory=dict)
-    _node_index_at: tuple[list[MessageNode] | None, int] = PrivateAttr(default=(None, -1))
+    _node_index_at: tuple[list[MessageNode] | None, int] = PrivateAttr(
+        default_factory=lambda: (None, -1)  # (a default would be deep-copied per trace)
+    )
     _node_index_last: MessageNode | None = PrivateAttr(default=None)
     _watchers: list[Callable[[Trace[Any, Any, Any]], None]] = PrivateAttr(default_factory=list)
     _pending: dict[int, list[Message]] = PrivateAttr(default_factory=dict)
@@ -231,28 +233,31 @@ class Trace(BaseModel, Generic[DataT, StateT, AgentConfigT]):
     # change notification (a served episode streams each trace as it grows)
     def watch(self, callback: Callable[[Trace[Any, Any, Any]], None]) -> None:
         """Call ``callback(trace)`` at every :meth:`notify` (each recorded turn)."""
-        self._watchers.append(callback)
+        private_attrs(self)["_watchers"].append(callback)
 
     def notify(self) -> None:
         """Tell the watchers the trace changed."""
-        for callback in list(self._watchers):
-            callback(self)
+        watchers = private_attrs(self)["_watchers"]
+        if watchers:
+            for callback in list(watchers):
+                callback(self)
 
     @property
     def pending(self) -> list[Message]:
         """The messages of the requests in flight that no node holds yet, in request order."""
-        return [message for messages in self._pending.values() for message in messages]
+        pending: dict[int, list[Message]] = private_attrs(self)["_pending"]
+        return [message for messages in pending.values() for message in messages]
 
     def preview(self, key: object, messages: Iterable[Message]) -> None:
         """Show watchers the uncommitted messages of one request in flight (e.g. a tool result
         before the model answers it); ``key`` (held by identity) is the request, so
         concurrent requests each clear only their own."""
-        self._pending[id(key)] = list(messages)
+        private_attrs(self)["_pending"][id(key)] = list(messages)
         self.notify()
 
     def clear_preview(self, key: object) -> None:
         """The request's previewed messages were committed (or abandoned)."""
-        self._pending.pop(id(key), None)
+        private_attrs(self)["_pending"].pop(id(key), None)
 
     # the conversation
     @property

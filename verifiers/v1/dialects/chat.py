@@ -159,6 +159,11 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     ``content`` key (strict providers reject a missing one), its provider state goes back as
     ``reasoning_details`` (else its reasoning as ``reasoning_content``), tool calls in the
     ``function`` shape."""
+    kind = type(message)
+    if kind is UserMessage or kind is SystemMessage:  # what model_dump gives, without it
+        content = message.content
+        if isinstance(content, str):
+            return {"role": message.role, "content": content}
     if not isinstance(message, AssistantMessage):
         return message.model_dump(mode="json", exclude_none=True)
     content = message.content
