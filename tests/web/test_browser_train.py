@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -48,6 +49,13 @@ def _same_page(driver: Any) -> bool:
 
 
 def _text(driver: Any, css: str) -> str:
+    """The element's text; the live page replaces elements as the run goes on, so a read that
+    meets a replaced one reads the new one (a few tries, no waiting)."""
+    for _ in range(4):
+        try:
+            return str(driver.find_element(By.CSS_SELECTOR, css).text)
+        except StaleElementReferenceException:
+            continue
     return str(driver.find_element(By.CSS_SELECTOR, css).text)
 
 
